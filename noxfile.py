@@ -1,0 +1,139 @@
+"""Development sessions for the PARL monorepo.
+
+Sessions:
+    tests(package)  one per package; installs that package and its siblings editable from the tree
+    integration     the cross-package tests under ``tests/``
+    lint            ruff over the whole tree
+    wheels          builds every package, installs all wheels together into a clean venv, smoke-imports
+    demo            trains the QuickStart agent (the main job)
+
+Torch is pinned through ``constraints.txt`` (its CPU wheel is on the machine); package metadata keeps
+open ranges. After installing, a guard fails the session if any of the six distributions came from a
+registry instead of this tree.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import nox
+
+ROOT = pathlib.Path(__file__).parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+
+# Packages in dependency order: (folder, distribution name, extras used for development).
+PACKAGES = {
+    "parl-core": ("parl-core", "torch"),
+    "parl-algorithms": ("parl-algorithms", ""),
+    "parl-remote": ("parl-remote", ""),
+    "parl-monitor": ("parl-monitor", ""),
+    "evokit": ("parl-evokit", "torch"),
+    "parl": ("parl", ""),
+}
+# What each package's test session installs from the tree (siblings in dependency order).
+SIBLINGS = {
+    "parl-core": ["parl-core"],
+    "parl-algorithms": ["parl-core", "parl-algorithms"],
+    "parl-remote": ["parl-remote"],
+    "parl-monitor": ["parl-remote", "parl-monitor"],
+    "evokit": ["parl-remote", "evokit"],
+    "parl": list(PACKAGES),
+}
+TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
+# Extra third-party packages a package's tests need (never part of its runtime dependencies).
+EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
+    "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15"),
+    "parl-algorithms": (),
+    "parl-remote": (),
+    "parl-monitor": (),
+    "evokit": (),
+    "parl": (),
+}
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.sessions = ["lint", "tests", "integration", "wheels"]
+
+
+def _spec(folder: str) -> str:
+    _, extras = PACKAGES[folder]
+    path = str(ROOT / "packages" / folder)
+    return f"{path}[{extras}]" if extras else path
+
+
+def install_tree(session: nox.Session, folders: list[str], *extra: str) -> None:
+    """Install the given packages editable, in dependency order, plus ``extra`` requirements."""
+    args: list[str] = []
+    for folder in folders:
+        args += ["-e", _spec(folder)]
+    session.install(*CONSTRAINTS, *args, *extra)
+    guard_from_tree(session, [PACKAGES[f][0] for f in folders])
+
+
+def guard_from_tree(session: nox.Session, dists: list[str]) -> None:
+    """Fail the session if any of our distributions came from a registry (no ``file://`` origin)."""
+    code = (
+        "import json, sys\n"
+        "from importlib.metadata import distribution\n"
+        "out = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    d = distribution(name)\n"
+        "    out[name] = d.read_text('direct_url.json') or ''\n"
+        "print(json.dumps(out))\n"
+    )
+    raw = session.run("python", "-c", code, *dists, silent=True)
+    found = json.loads(raw.strip().splitlines()[-1])
+    bad = {name for name, url in found.items() if "file://" not in url}
+    if bad:
+        session.error(f"installed from a registry instead of the tree: {sorted(bad)}; "
+                      "install the siblings from packages/ in dependency order")
+
+
+@nox.session
+@nox.parametrize("package", list(PACKAGES))
+def tests(session: nox.Session, package: str) -> None:
+    """Run one package's own tests (packages/<package>/tests) with its siblings from the tree."""
+    install_tree(session, SIBLINGS[package], *TEST_DEPS, *EXTRA_TEST_DEPS[package])
+    session.run("pytest", str(ROOT / "packages" / package / "tests"), *session.posargs,
+                env={"PYTHONHASHSEED": "0"})
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
+    install_tree(session, list(PACKAGES), *TEST_DEPS)
+    session.run("pytest", str(ROOT / "tests"), *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over packages/, examples/, benchmarks/, tests/ and this file."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", str(ROOT))
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Build every package's wheel, install them all together in this clean venv, smoke-import."""
+    dist = pathlib.Path(session.create_tmp()) / "dist"
+    session.install("build>=1.0")
+    for folder in PACKAGES:
+        session.run("python", "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "packages" / folder),
+                    silent=True)
+    wheels_built = sorted(str(p) for p in dist.glob("*.whl"))
+    if len(wheels_built) != len(PACKAGES):
+        session.error(f"expected {len(PACKAGES)} wheels, built {wheels_built}")
+    # Third-party dependencies come from the registry; the six of ours from the wheel files.
+    session.install(*CONSTRAINTS, "--find-links", str(dist), *wheels_built, "torch")
+    guard_from_tree(session, [dist_name for dist_name, _ in PACKAGES.values()])
+    session.run("python", "-c", "import parl, parl_core, parl_algorithms, parl_remote, parl_monitor, evokit; "
+                "print('import parl OK', parl.__version__)")
+    session.run("xparl", "--help", silent=True)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The main job: train the QuickStart Policy Gradient agent on CartPole-v1."""
+    install_tree(session, list(PACKAGES))
+    session.run("python", str(ROOT / "examples" / "quickstart" / "train.py"), *session.posargs)

@@ -1,0 +1,3 @@
+"""parl_algorithms."""
+
+__version__ = "3.0.0"

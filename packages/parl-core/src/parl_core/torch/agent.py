@@ -1,0 +1,172 @@
+"""``Agent``: the numpy bridge between an environment and an ``Algorithm``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from parl_core.torch.algorithm import Algorithm
+from parl_core.torch.model import Model
+
+__all__ = ["Agent"]
+
+CHECKPOINT_FORMAT = "parl-checkpoint-v1"
+
+
+def _to_tensor(value: Any, name: str, device: torch.device) -> Any:
+    """numpy / number -> tensor (float64 becomes float32); tensors and other objects pass through."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (np.ndarray, np.generic, int, float, bool, list)):
+        array = np.asarray(value)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            raise TypeError(f"{name} must be a numeric numpy array, got dtype {array.dtype}; "
+                            "convert it with np.asarray(x, dtype=np.float32)")
+        return torch.as_tensor(array, device=device)
+    return value
+
+
+def _to_numpy(value: Any) -> Any:
+    """tensor -> numpy (0-d tensors -> Python numbers); containers are converted element-wise."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return value.item() if value.ndim == 0 else value.numpy()
+    if isinstance(value, tuple):
+        return tuple(_to_numpy(v) for v in value)
+    if isinstance(value, list):
+        return [_to_numpy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    return value
+
+
+class Agent:
+    """Bridge between the environment and an algorithm: numpy in, numpy out.
+
+    Subclasses usually override ``learn`` / ``predict`` / ``sample`` to add preprocessing (as PARL's
+    examples do); the defaults convert every numpy argument to a tensor on the algorithm's device
+    (float64 becomes float32), call the algorithm's method, and convert tensors in the result back to
+    numpy (0-d tensors to Python numbers).
+
+    Args:
+        algorithm: the algorithm to drive.
+
+    Raises:
+        TypeError: ``algorithm`` is not a ``parl.Algorithm``.
+    """
+
+    def __init__(self, algorithm: Algorithm) -> None:
+        if not isinstance(algorithm, Algorithm):
+            raise TypeError(f"{type(self).__name__} expects a parl.Algorithm, got {type(algorithm).__name__}")
+        self.alg = algorithm
+        self.training = True
+
+    # -- numpy <-> tensor ------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        """The device of the algorithm's main model (CPU when it has no parameters)."""
+        device = getattr(self.alg, "device", None)
+        if device is not None:
+            return torch.device(device)
+        model = self.alg.model
+        for param in model.parameters() if model is not None else ():
+            return param.device
+        return torch.device("cpu")
+
+    def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
+        device = self.device
+        args = tuple(_to_tensor(a, f"argument {i} of {method}()", device) for i, a in enumerate(args))
+        kwargs = {k: _to_tensor(v, f"argument {k!r} of {method}()", device) for k, v in kwargs.items()}
+        grad = torch.enable_grad() if method == "learn" else torch.no_grad()
+        with grad:
+            return _to_numpy(getattr(self.alg, method)(*args, **kwargs))
+
+    def learn(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.learn`` with numpy arguments converted to tensors; return numpy."""
+        return self._call("learn", args, kwargs)
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.predict`` without gradients; return numpy."""
+        return self._call("predict", args, kwargs)
+
+    def sample(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.sample`` without gradients; return numpy."""
+        return self._call("sample", args, kwargs)
+
+    # -- weights ---------------------------------------------------------------------------------
+    def get_weights(self) -> dict[str, dict]:
+        """Weights of every model of the algorithm (see ``Algorithm.get_weights``)."""
+        return self.alg.get_weights()
+
+    def set_weights(self, weights: dict[str, dict]) -> None:
+        """Load weights from ``get_weights`` (see ``Algorithm.set_weights``)."""
+        self.alg.set_weights(weights)
+
+    # -- modes -----------------------------------------------------------------------------------
+    def train(self) -> None:
+        """Put every model of the algorithm in training mode (dropout, batch-norm updates)."""
+        for model in self.alg.models().values():
+            model.train()
+        self.training = True
+
+    def eval(self) -> None:
+        """Put every model of the algorithm in evaluation mode."""
+        for model in self.alg.models().values():
+            model.eval()
+        self.training = False
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def save(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
+        """Save a checkpoint; parent directories are created.
+
+        Args:
+            save_path: the file to write.
+            model: if given, save only this model's ``state_dict`` (PARL's behaviour). By default the
+                file holds every model, optimizer, scheduler and tensor of the algorithm, so that
+                :meth:`restore` resumes training exactly.
+        """
+        save_path = os.fspath(save_path)
+        parent = os.path.dirname(save_path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        if model is not None:
+            if not isinstance(model, torch.nn.Module):
+                raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
+            torch.save(model.state_dict(), save_path)
+            return
+        torch.save({"format": CHECKPOINT_FORMAT, "algorithm": type(self.alg).__name__,
+                    "state": self.alg.state_dict()}, save_path)
+
+    def restore(self, save_path: str | os.PathLike, model: Model | None = None,
+                map_location: Any = None) -> None:
+        """Load a checkpoint written by :meth:`save`.
+
+        Args:
+            save_path: the file written by ``save``.
+            model: if given, load a model-only checkpoint (``save(path, model)``) into this model.
+                A model-only file restored without ``model`` is loaded into ``self.alg.model``.
+            map_location: passed to ``torch.load`` (e.g. ``"cpu"``).
+
+        Raises:
+            FileNotFoundError: ``save_path`` does not exist.
+            ValueError: the file does not fit this agent's models.
+        """
+        save_path = os.fspath(save_path)
+        if not os.path.isfile(save_path):
+            raise FileNotFoundError(f"no checkpoint at {save_path!r}; write one with agent.save({save_path!r}) "
+                                    "or check the path")
+        checkpoint = torch.load(save_path, map_location=map_location, weights_only=True)
+        is_full = isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
+        if model is not None or not is_full:
+            target = model if model is not None else self.alg.model
+            if is_full:
+                raise ValueError(f"{save_path!r} is a full agent checkpoint; call restore(path) without "
+                                 "model=, or save a single model with save(path, model)")
+            target.set_weights(checkpoint)
+            return
+        self.alg.load_state_dict(checkpoint["state"])

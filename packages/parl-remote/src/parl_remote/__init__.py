@@ -1,0 +1,3 @@
+"""parl_remote."""
+
+__version__ = "3.0.0"
