@@ -1,0 +1,1 @@
+"""Torch implementations of the PARL algorithms (imported lazily by ``parl_algorithms``)."""
