@@ -95,6 +95,9 @@ def guard_from_tree(session: nox.Session, dists: list[str]) -> None:
 def tests(session: nox.Session, package: str) -> None:
     """Run one package's own tests (packages/<package>/tests) with its siblings from the tree."""
     install_tree(session, SIBLINGS[package], *TEST_DEPS, *EXTRA_TEST_DEPS[package])
+    if package == "parl-monitor":
+        # The browser tests drive Debian's chromium (no browser download works here); idempotent.
+        session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
     session.run("pytest", str(ROOT / "packages" / package / "tests"), *session.posargs,
                 env={"PYTHONHASHSEED": "0"})
 
