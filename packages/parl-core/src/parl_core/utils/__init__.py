@@ -1,12 +1,28 @@
-"""PARL utilities: returns / GAE, model checks, logging, tensorboard summary, replay memory, schedulers."""
+"""PARL utilities: returns / GAE, model checks, logging, tensorboard summary, replay memory, schedulers.
 
+``summary`` is a submodule (``from parl_core.utils import summary``); it, like everything here, imports
+no deep-learning framework until used.
+"""
+
+from parl_core.utils import logger, summary
 from parl_core.utils.model_check import check_model_method
+from parl_core.utils.replay_memory import ReplayMemory
 from parl_core.utils.returns import calc_discount_sum_rewards, calc_gae, compute_gae, discounted_returns
+from parl_core.utils.scheduler import LinearDecayScheduler, PiecewiseScheduler
+from parl_core.utils.stats import CSVLogger, TimeStat, WindowStat
 
 __all__ = [
+    "CSVLogger",
+    "LinearDecayScheduler",
+    "PiecewiseScheduler",
+    "ReplayMemory",
+    "TimeStat",
+    "WindowStat",
     "calc_discount_sum_rewards",
     "calc_gae",
     "check_model_method",
     "compute_gae",
     "discounted_returns",
+    "logger",
+    "summary",
 ]

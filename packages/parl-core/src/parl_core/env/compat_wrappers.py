@@ -1,0 +1,156 @@
+"""Adapters between old gym-style environments and the gymnasium API.
+
+:class:`CompatWrapper` is the reverse of the original PARL's wrapper of the same name: PARL made new gym
+envs look old (and dropped ``truncated``); this one makes an **old** gym-style env (``reset() -> obs``,
+``step() -> (obs, reward, done, info)``, ``seed(s)``) look like a gymnasium env (``reset(seed=...) ->
+(obs, info)``, ``step() -> (obs, reward, terminated, truncated, info)``), keeping time-limit truncation
+apart from true termination so that algorithms bootstrap correctly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["ActionMappingWrapper", "CompatWrapper"]
+
+
+def _to_gymnasium_space(space: Any) -> spaces.Space:
+    """Convert a ``gym.spaces`` object (or anything shaped like one) into a gymnasium space."""
+    if space is None or isinstance(space, spaces.Space):
+        return space
+    if hasattr(space, "n") and not hasattr(space, "low"):
+        return spaces.Discrete(int(space.n))
+    if hasattr(space, "low") and hasattr(space, "high"):
+        return spaces.Box(low=np.asarray(space.low), high=np.asarray(space.high),
+                          dtype=getattr(space, "dtype", np.float32))
+    raise TypeError(f"CompatWrapper cannot convert the space {space!r}; give the env gymnasium spaces "
+                    "(gymnasium.spaces.Box / Discrete)")
+
+
+def _find_max_episode_steps(env: Any) -> int | None:
+    spec = getattr(env, "spec", None)
+    limit = getattr(spec, "max_episode_steps", None)
+    if limit is None:
+        limit = getattr(env, "_max_episode_steps", None)
+    return int(limit) if limit else None
+
+
+class CompatWrapper(gym.Env):
+    """Present an old gym-style environment through the gymnasium API.
+
+    - ``reset(seed=None, options=None) -> (obs, info)``: a seed is passed to the old env's ``seed(s)``
+      (or to ``reset(seed=s)`` if it has no ``seed``).
+    - ``step(action) -> (obs, reward, terminated, truncated, info)``: a ``done`` is split using
+      ``info["TimeLimit.truncated"]`` when the env reports it (gym's ``TimeLimit`` does); otherwise a
+      ``done`` on the ``max_episode_steps``-th step counts as truncation. The wrapper also enforces
+      ``max_episode_steps`` itself (``truncated=True`` at the limit, as gymnasium's ``TimeLimit``).
+    - An env that already follows the gymnasium API (5-tuple ``step``) passes through unchanged.
+
+    Args:
+        env: the old-style environment.
+        max_episode_steps: the episode step limit; default: ``env.spec.max_episode_steps`` or
+            ``env._max_episode_steps``; ``None`` for no limit.
+
+    Raises:
+        TypeError: the env's spaces cannot be converted to gymnasium spaces.
+    """
+
+    def __init__(self, env: Any, max_episode_steps: int | None = None) -> None:
+        self.env = env
+        self.observation_space = _to_gymnasium_space(getattr(env, "observation_space", None))
+        self.action_space = _to_gymnasium_space(getattr(env, "action_space", None))
+        self.max_episode_steps = max_episode_steps if max_episode_steps is not None else _find_max_episode_steps(env)
+        self.metadata = dict(getattr(env, "metadata", None) or {})
+        self.render_mode = getattr(env, "render_mode", None)
+        self._elapsed_steps = 0
+
+    @property
+    def unwrapped(self) -> Any:
+        """The innermost environment (the old-style one's own ``unwrapped`` when it has one)."""
+        return getattr(self.env, "unwrapped", self.env)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Reset the env; returns ``(obs, info)``."""
+        self._elapsed_steps = 0
+        kwargs: dict[str, Any] = {}
+        if seed is not None:
+            if callable(getattr(self.env, "seed", None)):
+                self.env.seed(seed)
+            else:
+                kwargs["seed"] = seed
+        if options is not None:
+            kwargs["options"] = options
+        result = self.env.reset(**kwargs)
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+            return result[0], dict(result[1])
+        return result, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        """Step the env; returns ``(obs, reward, terminated, truncated, info)``."""
+        result = self.env.step(action)
+        self._elapsed_steps += 1
+        at_limit = self.max_episode_steps is not None and self._elapsed_steps >= self.max_episode_steps
+        if len(result) == 5:
+            obs, reward, terminated, truncated, info = result
+            return obs, reward, bool(terminated), bool(truncated) or (at_limit and not terminated), info
+        if len(result) != 4:
+            raise ValueError(f"CompatWrapper: the env's step() returned {len(result)} values; expected the old "
+                             "gym API (obs, reward, done, info) or gymnasium's 5-tuple")
+        obs, reward, done, info = result
+        info = dict(info or {})
+        done = bool(done)
+        if done and "TimeLimit.truncated" in info:
+            truncated = bool(info["TimeLimit.truncated"])
+            terminated = not truncated
+        elif done:
+            truncated = at_limit
+            terminated = not at_limit
+        else:
+            terminated, truncated = False, at_limit
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> Any:
+        """Render the wrapped env."""
+        return self.env.render()
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        close = getattr(self.env, "close", None)
+        if callable(close):
+            close()
+
+
+class ActionMappingWrapper(gym.wrappers.RescaleAction):
+    """Let a policy act in ``[-1, 1]`` on an env with any ``Box`` action bounds (PARL's wrapper).
+
+    ``env_action = low + (action + 1) / 2 * (high - low)``; the wrapper's ``action_space`` is
+    ``Box(-1, 1)``. Built on gymnasium's ``RescaleAction``, plus PARL's range check.
+
+    Args:
+        env: a gymnasium env with a ``Box`` action space.
+
+    Raises:
+        TypeError: the action space is not a ``Box``.
+        ValueError (from :meth:`action`): an action lies outside ``[-1, 1]`` (clip it, e.g.
+            ``np.clip(action, -1, 1)``, or squash the policy output with ``tanh``).
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env, min_action=-1.0, max_action=1.0)
+
+    def action(self, action: Any) -> Any:
+        """Map an action in ``[-1, 1]`` to the env's bounds."""
+        array = np.asarray(action)
+        if np.any(array < -1.0 - 1e-6) or np.any(array > 1.0 + 1e-6):
+            raise ValueError(f"ActionMappingWrapper expects actions in [-1, 1], got {action!r}; clip them with "
+                             "np.clip(action, -1, 1) or squash the policy output with tanh")
+        return super().action(action)

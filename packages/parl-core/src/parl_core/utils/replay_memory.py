@@ -1,0 +1,195 @@
+"""``ReplayMemory``: PARL's fixed-size, uniformly sampled experience buffer, for any observation shape."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ReplayMemory"]
+
+
+def _shape(dim: int | tuple[int, ...] | list[int], name: str) -> tuple[int, ...]:
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        if dim < 0:
+            raise ValueError(f"{name} must be >= 0, got {dim}")
+        return (int(dim),)
+    if isinstance(dim, (tuple, list)) and all(isinstance(d, (int, np.integer)) and d > 0 for d in dim):
+        return tuple(int(d) for d in dim)
+    raise TypeError(f"{name} must be an int or a tuple of positive ints (e.g. {name}=4 or (84, 84, 4)), got {dim!r}")
+
+
+class ReplayMemory:
+    """A ring buffer of transitions ``(obs, action, reward, next_obs, terminal)`` with uniform sampling.
+
+    PARL-compatible (``ReplayMemory(max_size, obs_dim, act_dim)``, ``append``, ``sample_batch``,
+    ``make_index``, ``sample_batch_by_index``, ``size``, ``save``, ``load``, ``load_from_d4rl``), but
+    observations may have any shape and dtype (e.g. ``obs_dim=(84, 84, 4), obs_dtype=np.uint8`` for
+    Atari), appended data is shape-checked, and sampling uses a seedable ``np.random.Generator``.
+
+    Args:
+        max_size: capacity in transitions; the oldest is overwritten when full.
+        obs_dim: observation shape: an int for vectors or a tuple.
+        act_dim: 0 for discrete actions (stored int32 ``[max_size]``), else the action vector length
+            (float32 ``[max_size, act_dim]``) or a tuple shape.
+        obs_dtype: dtype of stored observations (default float32).
+        seed: seed of the sampling generator (``None``: fresh entropy).
+
+    Raises:
+        ValueError / TypeError: non-positive ``max_size`` or malformed dims.
+    """
+
+    def __init__(self, max_size: int, obs_dim: int | tuple[int, ...], act_dim: int | tuple[int, ...], *,
+                 obs_dtype: Any = np.float32, seed: int | None = None) -> None:
+        if not isinstance(max_size, (int, np.integer)) or isinstance(max_size, bool) or max_size <= 0:
+            raise ValueError(f"max_size must be a positive int, got {max_size!r}")
+        self.max_size = int(max_size)
+        self.obs_shape = _shape(obs_dim, "obs_dim")
+        if self.obs_shape == (0,):
+            raise ValueError("obs_dim must be positive")
+        act_shape = _shape(act_dim, "act_dim")
+        self.obs_dim = obs_dim
+        self.act_dim = act_dim
+        self.act_shape: tuple[int, ...] = () if act_shape == (0,) else act_shape
+        self.obs_dtype = np.dtype(obs_dtype)
+        self.obs = np.zeros((self.max_size, *self.obs_shape), dtype=self.obs_dtype)
+        self.next_obs = np.zeros_like(self.obs)
+        self.action = np.zeros((self.max_size, *self.act_shape),
+                               dtype=np.int32 if not self.act_shape else np.float32)
+        self.reward = np.zeros((self.max_size,), dtype=np.float32)
+        self.terminal = np.zeros((self.max_size,), dtype=np.bool_)
+        self._curr_size = 0
+        self._curr_pos = 0
+        self.rng = np.random.default_rng(seed)
+
+    # -- filling ---------------------------------------------------------------------------------
+    def _check(self, value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+        array = np.asarray(value)
+        if array.shape != shape:
+            raise ValueError(f"ReplayMemory.append: {name} has shape {array.shape}, expected {shape}; "
+                             f"append one transition at a time, shaped as obs_dim / act_dim given to "
+                             "ReplayMemory")
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            raise TypeError(f"ReplayMemory.append: {name} must be numeric, got dtype {array.dtype}")
+        return array
+
+    def append(self, obs: Any, act: Any, reward: float, next_obs: Any, terminal: bool) -> None:
+        """Store one transition, overwriting the oldest when full.
+
+        Args:
+            obs: ``[*obs_shape]``; act: ``[]`` (discrete) or ``[act_dim]``; reward: scalar;
+            next_obs: ``[*obs_shape]``; terminal: scalar bool (true terminal, not time-limit truncation).
+
+        Raises:
+            ValueError: a shape differs from the buffer's (e.g. a batch passed instead of one step).
+            TypeError: non-numeric data.
+        """
+        pos = self._curr_pos
+        self.obs[pos] = self._check(obs, self.obs_shape, "obs")
+        self.action[pos] = self._check(act, self.act_shape, "act")
+        self.reward[pos] = self._check(reward, (), "reward")
+        self.next_obs[pos] = self._check(next_obs, self.obs_shape, "next_obs")
+        self.terminal[pos] = self._check(terminal, (), "terminal")
+        self._curr_pos = (pos + 1) % self.max_size
+        self._curr_size = min(self._curr_size + 1, self.max_size)
+
+    # -- sampling --------------------------------------------------------------------------------
+    def make_index(self, batch_size: int) -> np.ndarray:
+        """Uniform random indices (with replacement) into the stored transitions: int64 ``[batch_size]``.
+
+        Raises:
+            ValueError: the memory is empty or ``batch_size`` < 1.
+        """
+        if self._curr_size == 0:
+            raise ValueError("ReplayMemory is empty; append transitions before sampling")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        return self.rng.integers(0, self._curr_size, size=batch_size)
+
+    def sample_batch_by_index(self, batch_idx: Any) -> tuple[np.ndarray, ...]:
+        """Return ``(obs, action, reward, next_obs, terminal)`` at the given indices.
+
+        Returns:
+            obs ``[N, *obs_shape]`` obs_dtype, action int32 ``[N]`` or float32 ``[N, act_dim]``, reward
+            float32 ``[N]``, next_obs like obs, terminal bool ``[N]``.
+        """
+        batch_idx = np.asarray(batch_idx)
+        return (self.obs[batch_idx], self.action[batch_idx], self.reward[batch_idx], self.next_obs[batch_idx],
+                self.terminal[batch_idx])
+
+    def sample_batch(self, batch_size: int) -> tuple[np.ndarray, ...]:
+        """Sample ``batch_size`` transitions uniformly with replacement (see :meth:`sample_batch_by_index`)."""
+        return self.sample_batch_by_index(self.make_index(batch_size))
+
+    def size(self) -> int:
+        """Number of stored transitions."""
+        return self._curr_size
+
+    def __len__(self) -> int:
+        return self._curr_size
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, pathname: str | os.PathLike) -> None:
+        """Write the stored transitions to an ``.npz`` file (numpy appends ``.npz`` when missing)."""
+        n = self._curr_size
+        parent = os.path.dirname(os.fspath(pathname))
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        np.savez(pathname, obs=self.obs[:n], action=self.action[:n], reward=self.reward[:n],
+                 next_obs=self.next_obs[:n], terminal=self.terminal[:n],
+                 other=np.array([self._curr_size, self._curr_pos], dtype=np.int64))
+
+    def load(self, pathname: str | os.PathLike) -> None:
+        """Replace the contents with a file written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError: neither ``pathname`` nor ``pathname + ".npz"`` exists.
+            ValueError: the file's shapes differ from this memory's, or it holds more transitions than
+                ``max_size``.
+        """
+        path = os.fspath(pathname)
+        if not os.path.isfile(path) and os.path.isfile(path + ".npz"):
+            path = path + ".npz"
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no replay memory file at {os.fspath(pathname)!r}; write one with "
+                                    "ReplayMemory.save(path)")
+        with np.load(path) as data:
+            self._load_arrays({k: data[k] for k in ("obs", "action", "reward", "next_obs", "terminal")},
+                              source=path, other=data["other"] if "other" in data else None)
+
+    def _load_arrays(self, arrays: Mapping[str, np.ndarray], source: str, other: Any = None) -> None:
+        n = len(arrays["reward"])
+        expected = {"obs": (n, *self.obs_shape), "action": (n, *self.act_shape), "reward": (n,),
+                    "next_obs": (n, *self.obs_shape), "terminal": (n,)}
+        bad = [f"{k} {np.shape(arrays[k])} (expected {shape})" for k, shape in expected.items()
+               if np.shape(arrays[k]) != shape]
+        if bad:
+            raise ValueError(f"{source} does not fit this ReplayMemory(obs_dim={self.obs_dim}, "
+                             f"act_dim={self.act_dim}): {', '.join(bad)}; create the memory with the dims it was "
+                             "saved with")
+        if n > self.max_size:
+            raise ValueError(f"{source} holds {n} transitions, more than max_size={self.max_size}; create the "
+                             f"memory with max_size >= {n}")
+        for key in expected:
+            getattr(self, key)[:n] = arrays[key]
+        self._curr_size = n
+        pos = int(other[1]) if other is not None and n == self.max_size else n
+        self._curr_pos = pos % self.max_size
+
+    def load_from_d4rl(self, dataset: Mapping[str, np.ndarray]) -> None:
+        """Fill the memory from a D4RL-style dict (``observations``, ``actions``, ``rewards``,
+        ``next_observations``, ``terminals``), as PARL's offline examples do.
+
+        Raises:
+            KeyError: a key is missing. ValueError: shapes do not fit (see :meth:`load`).
+        """
+        missing = [k for k in ("observations", "actions", "rewards", "next_observations", "terminals")
+                   if k not in dataset]
+        if missing:
+            raise KeyError(f"load_from_d4rl: the dataset lacks {missing}")
+        self._load_arrays({"obs": dataset["observations"], "action": dataset["actions"],
+                           "reward": np.asarray(dataset["rewards"]).reshape(-1),
+                           "next_obs": dataset["next_observations"],
+                           "terminal": np.asarray(dataset["terminals"]).reshape(-1)}, source="the d4rl dataset")

@@ -1,0 +1,110 @@
+"""Tensorboard scalars and histograms: ``from parl.utils import summary; summary.add_scalar(tag, v, step)``.
+
+One process-wide ``tensorboardX.SummaryWriter``, created lazily on the first ``add_*`` call (importing
+this module imports neither tensorboardX nor torch) in, by priority: the directory given to
+:func:`set_logdir`, the logger's directory (:func:`parl_core.utils.logger.set_dir`), else
+``./train_log/<script name>``. Like PARL, every call is flushed so that tensorboard (or a test) sees it at
+once. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Any
+
+from parl_core.utils import logger
+
+__all__ = ["add_histogram", "add_scalar", "close", "flush", "get_logdir", "get_writer", "set_logdir"]
+
+_lock = threading.RLock()
+_writer: Any = None
+_logdir: str | None = None
+_atexit_registered = False
+
+
+def set_logdir(logdir: str | os.PathLike) -> None:
+    """Write the following summaries to ``logdir`` (the current writer, if any, is closed).
+
+    Args:
+        logdir: directory for the event files; created when the writer is.
+    """
+    global _logdir
+    with _lock:
+        close()
+        _logdir = os.fspath(logdir)
+
+
+def get_logdir() -> str:
+    """Return the directory the writer uses (or will use)."""
+    if _logdir is not None:
+        return _logdir
+    if _writer is not None:
+        return _writer.logdir
+    return logger.get_dir() or os.path.join("train_log", logger._script_name())
+
+
+def get_writer() -> Any:
+    """Return the ``tensorboardX.SummaryWriter``, creating it on first use.
+
+    Raises:
+        ImportError: tensorboardX is not installed (``pip install tensorboardX``).
+    """
+    global _writer, _atexit_registered
+    with _lock:
+        if _writer is None:
+            try:
+                from tensorboardX import SummaryWriter
+            except ImportError as err:  # pragma: no cover - tensorboardX is a dependency
+                raise ImportError("parl.utils.summary needs tensorboardX: `pip install tensorboardX`") from err
+            _writer = SummaryWriter(logdir=get_logdir())
+            if not _atexit_registered:
+                atexit.register(close)
+                _atexit_registered = True
+        return _writer
+
+
+def add_scalar(tag: str, scalar_value: float, global_step: int | None = None) -> None:
+    """Record one scalar (e.g. ``summary.add_scalar("train/episode_return", 200.0, step)``).
+
+    Args:
+        tag: the series name; namespace it (``"eval/return_mean"``).
+        scalar_value: a Python or numpy number (or a 0-d array / tensor).
+        global_step: the x coordinate, e.g. environment steps.
+    """
+    with _lock:
+        writer = get_writer()
+        writer.add_scalar(tag, scalar_value, global_step)
+        writer.flush()
+
+
+def add_histogram(tag: str, values: Any, global_step: int | None = None, bins: str = "auto") -> None:
+    """Record a histogram of ``values`` (any array-like of numbers).
+
+    Args:
+        tag: the series name.
+        values: array-like of numbers, any shape (flattened).
+        global_step: the x coordinate.
+        bins: tensorboardX's binning (``"auto"``, ``"tensorflow"``, or an int).
+    """
+    with _lock:
+        writer = get_writer()
+        writer.add_histogram(tag, values, global_step, bins=bins)
+        writer.flush()
+
+
+def flush() -> None:
+    """Write pending events to disk (no-op when no writer exists)."""
+    with _lock:
+        if _writer is not None:
+            _writer.flush()
+
+
+def close() -> None:
+    """Flush and close the writer; the next ``add_*`` call opens a new event file."""
+    global _writer
+    with _lock:
+        if _writer is not None:
+            _writer.close()
+            _writer = None
