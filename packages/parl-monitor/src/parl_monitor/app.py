@@ -1,0 +1,194 @@
+"""The Flask application factory of the parl monitor."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hmac
+import ipaddress
+import secrets
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Flask, current_app, jsonify, redirect, render_template, request, session
+from werkzeug.exceptions import HTTPException
+
+from parl_monitor.state import ClusterUnavailableError, MonitorState
+
+EXTENSION = "parl_monitor"
+
+DEFAULTS: dict[str, Any] = {
+    "ADDRESS": None,  # "host:port" of the cluster's master
+    "TOKEN": None,  # the cluster token; required from browsers when HOST is not a loopback address
+    "HOST": "127.0.0.1",  # the address the monitor is bound to (decides whether a token is required)
+    "PORT": None,  # the monitor's own port (shown in pages only)
+    "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
+    "CLIENT": None,  # a status client object (contract B); tests inject a fake here
+    "CLIENT_TIMEOUT_S": 5.0,
+    "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
+    "HISTORY_SIZE": 360,  # samples kept per worker
+    "HISTORY_INTERVAL_S": 2.0,  # least seconds between two samples of one worker
+    "REFRESH_S": 2.0,  # pages re-read their figures this often (browser polling)
+    "LOG_CHUNK_BYTES": 65536,  # the most log bytes one /api/actors/<id>/log answer carries
+    "LOG_DOWNLOAD_MAX_BYTES": 256 * 1024 * 1024,
+    "SECRET_KEY": None,  # signs the session cookie; random per process when not given
+}
+_FLOATS = ("CLIENT_TIMEOUT_S", "CACHE_TTL_S", "HISTORY_INTERVAL_S", "REFRESH_S")
+_INTS = ("HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the monitor's Flask app.
+
+    Configuration comes from ``DEFAULTS``, then the environment variables prefixed ``PARL_MONITOR_`` (e.g.
+    ``PARL_MONITOR_ADDRESS=127.0.0.1:8010``, ``PARL_MONITOR_TOKEN``), then ``config`` (which wins). The
+    ``MonitorState`` (status client, cache, history) is stored in ``app.extensions["parl_monitor"]``; its
+    ``client`` attribute is the contract-B status client. Nothing is contacted until the first request.
+
+    Args:
+        config: overrides of ``DEFAULTS`` (keys as in ``DEFAULTS``; ``CLIENT`` may be any object with
+            ``status()`` and ``actor_log()``).
+
+    Returns:
+        The app, with the HTML views blueprint at ``/`` and the JSON API blueprint at ``/api``.
+
+    Raises:
+        ValueError: neither ``ADDRESS`` nor ``CLIENT`` is given, or a token is required (non-loopback HOST)
+            but ``TOKEN`` is empty, or a number in the configuration is invalid.
+    """
+    app = Flask(__name__)
+    app.config.update(DEFAULTS)
+    app.config.from_prefixed_env("PARL_MONITOR")
+    if config:
+        app.config.update(config)
+    cfg = app.config
+    for key in ("ADDRESS", "TOKEN", "HOST"):
+        if cfg[key] is not None:
+            cfg[key] = str(cfg[key])
+    try:
+        for key in _FLOATS:
+            cfg[key] = float(cfg[key])
+        for key in _INTS:
+            cfg[key] = int(cfg[key])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"parl-monitor configuration: {exc}; numbers are expected for {_FLOATS + _INTS}") from exc
+    if cfg["REFRESH_S"] <= 0 or cfg["LOG_CHUNK_BYTES"] <= 0:
+        raise ValueError("REFRESH_S and LOG_CHUNK_BYTES must be > 0")
+    if cfg["REQUIRE_TOKEN"] is None:
+        cfg["REQUIRE_TOKEN"] = not is_loopback(cfg["HOST"] or "127.0.0.1")
+    if cfg["REQUIRE_TOKEN"] and not cfg["TOKEN"]:
+        raise ValueError(f"parl-monitor bound to {cfg['HOST']} (not loopback) requires the cluster token: pass "
+                         "--token T (or PARL_MONITOR_TOKEN), or bind to 127.0.0.1")
+    if not cfg["SECRET_KEY"]:
+        cfg["SECRET_KEY"] = secrets.token_bytes(32)
+    cfg.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    cfg["SESSION_COOKIE_HTTPONLY"] = True
+
+    app.extensions[EXTENSION] = MonitorState(
+        cfg["CLIENT"], address=cfg["ADDRESS"], token=cfg["TOKEN"], cache_ttl_s=cfg["CACHE_TTL_S"],
+        history_size=cfg["HISTORY_SIZE"], history_interval_s=cfg["HISTORY_INTERVAL_S"],
+        client_timeout_s=cfg["CLIENT_TIMEOUT_S"])
+
+    from parl_monitor.api import bp as api_bp
+    from parl_monitor.views import bp as views_bp
+
+    app.register_blueprint(views_bp)
+    app.register_blueprint(api_bp, url_prefix="/api")
+    app.before_request(_check_token)
+    app.register_error_handler(ClusterUnavailableError, _cluster_unavailable)
+    app.register_error_handler(HTTPException, _http_error)
+    app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    app.jinja_env.filters.update(ts=format_time, ago=format_ago, mb=format_mb)
+    app.jinja_env.globals.update(now=lambda: _dt.datetime.now(_dt.timezone.utc).timestamp())
+    return app
+
+
+def state() -> MonitorState:
+    """The ``MonitorState`` of the current app."""
+    return current_app.extensions[EXTENSION]
+
+
+def wants_json() -> bool:
+    """True for requests to the JSON API."""
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def _check_token():
+    """Refuse every request except ``/healthz`` and static files without the token when one is required.
+
+    Accepted: ``Authorization: Bearer <token>``, or ``?token=<token>`` once (it sets a session cookie and
+    redirects to the same URL without the token).
+    """
+    cfg = current_app.config
+    if not cfg["REQUIRE_TOKEN"] or request.endpoint in ("healthz", "static"):
+        return None
+    if session.get("parl_monitor_auth"):
+        return None
+    expected = cfg["TOKEN"].encode()
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), expected):
+        return None
+    given = request.args.get("token")
+    if given is not None and hmac.compare_digest(given.encode(), expected):
+        session["parl_monitor_auth"] = True
+        if request.method == "GET" and not wants_json():
+            args = request.args.to_dict(flat=False)
+            args.pop("token", None)
+            query = urlencode([(k, v) for k, vs in args.items() for v in vs])
+            return redirect(request.path + (f"?{query}" if query else ""))
+        return None
+    message = ("the cluster token is required: send 'Authorization: Bearer <token>' or open the page once with "
+               "?token=<token> (the token is in the file `xparl start` printed, or XPARL_TOKEN)")
+    if wants_json():
+        return jsonify(error="unauthorized", message=message), 401
+    return render_template("error.html", code=401, title="Token required", message=message), 401
+
+
+def _cluster_unavailable(exc: ClusterUnavailableError):
+    if wants_json():
+        return jsonify(error="cluster_unavailable", message=str(exc)), 503
+    return render_template("error.html", code=503, title="Cluster unavailable", message=str(exc)), 503
+
+
+def _http_error(exc: HTTPException):
+    if wants_json():
+        return jsonify(error=exc.name.lower().replace(" ", "_"), message=exc.description), exc.code
+    return render_template("error.html", code=exc.code, title=exc.name, message=exc.description), exc.code
+
+
+def format_time(value: float | None) -> str:
+    """Unix seconds -> ``"YYYY-MM-DD HH:MM:SS UTC"`` ("-" for None)."""
+    if value is None:
+        return "-"
+    return _dt.datetime.fromtimestamp(float(value), _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_ago(value: float | None, now: float | None = None) -> str:
+    """Seconds elapsed since unix time ``value`` as ``"1h 2m 3s"`` ("-" for None)."""
+    if value is None:
+        return "-"
+    now = _dt.datetime.now(_dt.timezone.utc).timestamp() if now is None else now
+    secs = max(int(now - float(value)), 0)
+    hours, rest = divmod(secs, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m {seconds}s"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
+
+
+def format_mb(value: float | None) -> str:
+    """Megabytes as an integer string ``"1200 MB"`` ("-" for None)."""
+    if value is None:
+        return "-"
+    return f"{float(value):.0f} MB"

@@ -1,0 +1,66 @@
+"""The HTML views blueprint: overview, worker, client, actor and errors pages.
+
+Each page renders its figures on the server from the same page-data functions as the JSON API
+(``parl_monitor.data``) and re-reads them every ``REFRESH_S`` seconds: the page's script fetches
+``<page>?fragment=1`` (the live part only) and swaps it in; charts and the log tail use the JSON API.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, render_template, request
+
+from parl_monitor import data
+from parl_monitor.app import state
+
+bp = Blueprint("views", __name__)
+
+
+def _render(page: str, title: str, **context):
+    context.update(title=title, refresh_ms=int(current_app.config["REFRESH_S"] * 1000),
+                   address=state().address or "")
+    if request.args.get("fragment"):
+        response = current_app.make_response(render_template(f"_{page}.html", **context))
+    else:
+        response = current_app.make_response(render_template(f"{page}.html", **context))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _page(fn, *args):
+    try:
+        return fn(*args)
+    except data.NotFound as exc:
+        abort(404, description=str(exc))
+
+
+@bp.get("/")
+def overview():
+    """The cluster overview: CPUs, memory, workers, clients and actors."""
+    return _render("overview", "Cluster overview", **data.overview(state().status()))
+
+
+@bp.get("/workers/<worker_id>")
+def worker(worker_id: str):
+    """One worker: CPU and memory use, its actors, and its load over time as a chart."""
+    st = state()
+    page = _page(data.worker_page, st.status(), worker_id, st.history(worker_id))
+    return _render("worker", f"Worker {worker_id}", **page)
+
+
+@bp.get("/clients/<client_id>")
+def client(client_id: str):
+    """One client: host, script, start time and its actors."""
+    return _render("client", f"Client {client_id}", **_page(data.client_page, state().status(), client_id))
+
+
+@bp.get("/actors/<actor_id>")
+def actor(actor_id: str):
+    """One actor: state, host, pid, last remote error with traceback, and its log with a live tail."""
+    page = _page(data.actor_page, state().status(), actor_id)
+    return _render("actor", f"Actor {actor_id}", **page)
+
+
+@bp.get("/errors")
+def errors():
+    """The last remote error of every actor, newest first."""
+    return _render("errors", "Remote errors", **data.errors_page(state().status()))
