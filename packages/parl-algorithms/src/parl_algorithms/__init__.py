@@ -17,6 +17,14 @@ __version__ = "3.0.0"
 # class name -> module (under parl_algorithms.torch) that defines it
 _ALGORITHMS: dict[str, str] = {
     "PolicyGradient": "policy_gradient",
+    "DQN": "dqn",
+    "DDQN": "dqn",
+    "A2C": "a2c",
+    "PPO": "ppo",
+    "DDPG": "ddpg",
+    "TD3": "td3",
+    "SAC": "sac",
+    "CQL": "cql",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]

@@ -1,0 +1,102 @@
+"""Helpers shared by the torch algorithms: argument checks and batch-shape normalisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from parl_algorithms._validation import as_float_tensor
+
+
+def positive(value: Any, name: str, algo: str, example: str) -> float:
+    """Return ``float(value)`` or raise ``ValueError`` when it is missing or not > 0."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{algo} needs {name} > 0, got {name}={value!r}; e.g. {algo}(model, {name}={example})")
+    return float(value)
+
+
+def unit_interval(value: Any, name: str, algo: str, example: str) -> float:
+    """Return ``float(value)`` or raise ``ValueError`` when it is missing or outside ``[0, 1]``."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{algo} needs {name} in [0, 1], got {name}={value!r}; e.g. {algo}(model, {name}={example})")
+    return float(value)
+
+
+def obs_batch(obs: Any, algo: str) -> torch.Tensor:
+    """float32 ``[B, *obs_shape]``; a single observation must be batched by the caller."""
+    obs = as_float_tensor(obs, "obs")
+    if obs.ndim < 2:
+        raise ValueError(f"{algo}: obs must be a batch [B, *obs_shape], got shape {tuple(obs.shape)}; "
+                         "add a batch axis with obs[None] / np.expand_dims(obs, 0)")
+    return obs
+
+
+def column(value: Any, name: str, batch: int, algo: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Accept ``[B]`` or ``[B, 1]`` and return ``[B]`` of ``dtype``."""
+    tensor = torch.as_tensor(value) if not isinstance(value, torch.Tensor) else value
+    if tensor.ndim == 2 and tensor.shape[1] == 1:
+        tensor = tensor.squeeze(1)
+    if tensor.ndim != 1 or tensor.shape[0] != batch:
+        raise ValueError(f"{algo}: {name} must have shape [B] or [B, 1] with B={batch} (the batch size of obs), "
+                         f"got {tuple(tensor.shape)}")
+    return tensor.to(dtype)
+
+
+def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> torch.Tensor:
+    """int64 ``[B]`` action indices in ``[0, num_actions)``.
+
+    Raises:
+        ValueError: the actions are not integer indices of one discrete action per row (a continuous
+            action space given to a discrete-action algorithm) or lie outside the range.
+    """
+    tensor = torch.as_tensor(action) if not isinstance(action, torch.Tensor) else action
+    if tensor.is_floating_point():
+        if not torch.equal(tensor, torch.round(tensor)):
+            raise ValueError(f"{algo} is for discrete action spaces: action must hold integer indices [B], got "
+                             "fractional values; for a continuous (Box) action space use DDPG, TD3, SAC or "
+                             "PPO(continuous_action=True)")
+    if tensor.ndim == 2 and tensor.shape[1] == 1:
+        tensor = tensor.squeeze(1)
+    if tensor.ndim != 1 or tensor.shape[0] != batch:
+        raise ValueError(f"{algo}: action must be discrete indices of shape [B] or [B, 1] with B={batch}, got "
+                         f"{tuple(tensor.shape)}; for a continuous (Box) action space use DDPG, TD3, SAC or "
+                         "PPO(continuous_action=True)")
+    tensor = tensor.long()
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_actions):
+        raise ValueError(f"{algo}: action indices must lie in [0, {num_actions}) (the model's output size), got "
+                         f"range [{int(tensor.min())}, {int(tensor.max())}]")
+    return tensor
+
+
+def continuous_actions(action: Any, batch: int, act_dim: int | None, algo: str) -> torch.Tensor:
+    """float32 ``[B, act_dim]`` continuous actions.
+
+    Raises:
+        ValueError: the actions are a vector of indices (a discrete action space given to a
+            continuous-action algorithm) or the shape does not fit.
+    """
+    tensor = as_float_tensor(action, "action")
+    if tensor.ndim != 2 or tensor.shape[0] != batch or (act_dim is not None and tensor.shape[1] != act_dim):
+        expected = f"[B={batch}, act_dim{'=' + str(act_dim) if act_dim is not None else ''}]"
+        raise ValueError(f"{algo} is for continuous (Box) action spaces: action must be float32 {expected}, got "
+                         f"{tuple(tensor.shape)}; for a Discrete action space use DQN, A2C or PPO "
+                         "(continuous_action=False)")
+    return tensor
+
+
+def two_q(output: Any, algo: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unpack ``model.value(obs, action)`` returning two critics ``(Q1, Q2)``, each ``[B]`` or ``[B, 1]``."""
+    if not (isinstance(output, (tuple, list)) and len(output) == 2):
+        raise ValueError(f"{algo} needs model.value(obs, action) to return a pair (Q1, Q2) of twin critics, "
+                         f"got {type(output).__name__}")
+    return flat_q(output[0], algo), flat_q(output[1], algo)
+
+
+def flat_q(q: torch.Tensor, algo: str) -> torch.Tensor:
+    """``[B, 1]`` or ``[B]`` -> ``[B]``."""
+    if q.ndim == 2 and q.shape[1] == 1:
+        return q.squeeze(1)
+    if q.ndim != 1:
+        raise ValueError(f"{algo}: the critic must return Q values of shape [B] or [B, 1], got {tuple(q.shape)}")
+    return q

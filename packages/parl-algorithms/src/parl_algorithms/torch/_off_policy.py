@@ -1,0 +1,61 @@
+"""Shared base of the off-policy actor-critic algorithms (DDPG, TD3, SAC, CQL)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from parl_algorithms._validation import check_model_method
+from parl_algorithms.torch._common import column, continuous_actions, obs_batch, positive, unit_interval
+from parl_core.torch import Algorithm, Model
+
+
+class OffPolicyActorCritic(Algorithm):
+    """Target network, actor / critic Adam optimizers and batch checks for continuous control.
+
+    The model must define ``policy(obs)``, ``value(obs, action)``, ``get_actor_params()`` and
+    ``get_critic_params()`` (PARL's contract; subclasses may require more).
+    """
+
+    required_methods: tuple[str, ...] = ("value", "policy", "get_actor_params", "get_critic_params")
+
+    def __init__(self, model: Model, gamma: float | None, tau: float | None, actor_lr: float | None,
+                 critic_lr: float | None) -> None:
+        super().__init__(model)
+        name = type(self).__name__
+        for method in self.required_methods:
+            check_model_method(model, method, name)
+        self.gamma = unit_interval(gamma, "gamma", name, "0.99")
+        self.tau = unit_interval(tau, "tau", name, "0.005")
+        self.actor_lr = positive(actor_lr, "actor_lr", name, "3e-4")
+        self.critic_lr = positive(critic_lr, "critic_lr", name, "3e-4")
+        self.target_model = copy.deepcopy(model)
+        for param in self.target_model.parameters():
+            param.requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(list(self.model.get_actor_params()), lr=self.actor_lr)
+        self.critic_optimizer = torch.optim.Adam(list(self.model.get_critic_params()), lr=self.critic_lr)
+        self.last_info: dict[str, float] = {}
+
+    def _batch(self, obs: Any, action: Any, reward: Any, next_obs: Any, terminal: Any) -> tuple[torch.Tensor, ...]:
+        name = type(self).__name__
+        obs, next_obs = obs_batch(obs, name), obs_batch(next_obs, name)
+        if next_obs.shape != obs.shape:
+            raise ValueError(f"{name}: next_obs {tuple(next_obs.shape)} must have the shape of obs {tuple(obs.shape)}")
+        batch = obs.shape[0]
+        action = continuous_actions(action, batch, None, name)
+        return (obs, action, column(reward, "reward", batch, name), next_obs,
+                column(terminal, "terminal", batch, name))
+
+    def sync_target(self, decay: float | None = None) -> None:
+        """Soft-update the target network: ``target = decay * target + (1 - decay) * model``.
+
+        Args:
+            decay: defaults to ``1 - tau``.
+        """
+        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)
+
+    def get_info(self) -> dict[str, Any]:
+        """Diagnostics of the last ``learn`` call (see ``last_info``)."""
+        return dict(self.last_info)

@@ -1,0 +1,211 @@
+"""PPO (Schulman et al. 2017, "Proximal Policy Optimization Algorithms") with PARL's ``PPO`` API:
+clipped surrogate, clipped value loss, advantage normalisation, discrete and continuous actions, and
+an optional approximate-KL early stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+from parl_algorithms._validation import check_model_method
+from parl_algorithms.torch import functional
+from parl_algorithms.torch._common import column, continuous_actions, discrete_actions, obs_batch, positive
+from parl_core.torch import Algorithm, Model
+
+__all__ = ["PPO"]
+
+
+class PPO(Algorithm):
+    """Proximal Policy Optimization (one minibatch per ``learn`` call; the caller loops over epochs).
+
+    The model must define ``value(obs) -> float32 [B, 1] or [B]`` and ``policy(obs)``: for discrete
+    actions the logits float32 ``[B, num_actions]``; for continuous actions ``(mean, log_std)``, each
+    float32 ``[B, act_dim]`` (log_std may be ``[act_dim]`` and is broadcast).
+
+    Args:
+        model: the actor-critic model.
+        clip_param: surrogate and value clipping epsilon.
+        value_loss_coef: weight of the value loss.
+        entropy_coef: weight of the entropy bonus.
+        initial_lr: Adam learning rate.
+        eps: Adam epsilon.
+        max_grad_norm: global gradient-norm clip.
+        use_clipped_value_loss: clip the value update around the old value (PARL's default).
+        norm_adv: normalise advantages per minibatch.
+        continuous_action: Gaussian policy over a Box action space (``True``) or categorical (``False``).
+        target_kl: if set, a ``learn`` call whose approximate KL before the step exceeds it skips the
+            update and sets ``kl_exceeded`` so the caller can end the epoch loop (SB3's ``target_kl``).
+
+    Attributes:
+        last_info: ``{"train/value_loss", "train/action_loss", "train/entropy", "train/approx_kl",
+            "train/clip_fraction", "train/kl_exceeded"}`` of the last ``learn`` call.
+        kl_exceeded: ``True`` once a ``learn`` call was skipped for exceeding ``target_kl``; reset it
+            (``alg.kl_exceeded = False``) before the next update phase.
+
+    Raises:
+        ValueError: the model lacks ``value`` or ``policy``, or a hyperparameter is out of range.
+    """
+
+    def __init__(self, model: Model, clip_param: float = 0.1, value_loss_coef: float = 0.5,
+                 entropy_coef: float = 0.01, initial_lr: float = 2.5e-4, eps: float = 1e-5,
+                 max_grad_norm: float | None = 0.5, use_clipped_value_loss: bool = True, norm_adv: bool = True,
+                 continuous_action: bool = False, *, target_kl: float | None = None) -> None:
+        super().__init__(model)
+        check_model_method(model, "value", "PPO")
+        check_model_method(model, "policy", "PPO")
+        self.clip_param = positive(clip_param, "clip_param", "PPO", "0.2")
+        if value_loss_coef < 0 or entropy_coef < 0:
+            raise ValueError(f"PPO: value_loss_coef ({value_loss_coef}) and entropy_coef ({entropy_coef}) must be >= 0")
+        self.value_loss_coef = float(value_loss_coef)
+        self.entropy_coef = float(entropy_coef)
+        self.initial_lr = positive(initial_lr, "initial_lr", "PPO", "3e-4")
+        self.eps = float(eps)
+        self.max_grad_norm = None if max_grad_norm is None else positive(max_grad_norm, "max_grad_norm", "PPO", "0.5")
+        self.use_clipped_value_loss = bool(use_clipped_value_loss)
+        self.norm_adv = bool(norm_adv)
+        self.continuous_action = bool(continuous_action)
+        self.target_kl = None if target_kl is None else positive(target_kl, "target_kl", "PPO", "0.02")
+        self.kl_exceeded = False
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.initial_lr, eps=self.eps)
+        self.last_info: dict[str, float] = {}
+
+    # -- distributions ---------------------------------------------------------------------------
+    def _dist(self, obs: torch.Tensor) -> Categorical | Normal:
+        out = self.model.policy(obs)
+        if self.continuous_action:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, log_std), "
+                                 "each float32 [B, act_dim]; for a Discrete action space use continuous_action=False")
+            mean, log_std = out
+            return Normal(mean, log_std.expand_as(mean).exp())
+        if isinstance(out, (tuple, list)):
+            raise ValueError("PPO(continuous_action=False) needs model.policy(obs) to return logits float32 "
+                             "[B, num_actions], got a tuple; for a Box action space pass continuous_action=True")
+        if out.ndim != 2:
+            raise ValueError(f"PPO: model.policy(obs) must return logits [B, num_actions], got {tuple(out.shape)}")
+        return Categorical(logits=out)
+
+    def _log_prob_entropy(self, dist: Categorical | Normal, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.continuous_action:
+            return dist.log_prob(action).sum(-1), dist.entropy().sum(-1)
+        return dist.log_prob(action), dist.entropy()
+
+    def _action(self, action: Any, dist: Categorical | Normal, batch: int) -> torch.Tensor:
+        if self.continuous_action:
+            return continuous_actions(action, batch, dist.mean.shape[-1], "PPO")
+        return discrete_actions(action, batch, dist.logits.shape[-1], "PPO")
+
+    def _value(self, obs: torch.Tensor) -> torch.Tensor:
+        value = self.model.value(obs)
+        if value.ndim == 2 and value.shape[1] == 1:
+            value = value.squeeze(1)
+        if value.ndim != 1:
+            raise ValueError(f"PPO: model.value(obs) must return float32 [B, 1] or [B], got {tuple(value.shape)}")
+        return value
+
+    # -- PARL's interface ------------------------------------------------------------------------
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """State values.
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+
+        Returns:
+            float32 ``[B, 1]`` (as PARL's models return).
+        """
+        return self._value(obs_batch(obs, "PPO")).unsqueeze(1)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample actions for data collection (PARL's return order).
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+
+        Returns:
+            ``(value [B, 1], action, log_prob [B], entropy [B])``; ``action`` is int64 ``[B]`` (discrete)
+            or float32 ``[B, act_dim]`` (continuous, unclipped).
+        """
+        obs = obs_batch(obs, "PPO")
+        dist = self._dist(obs)
+        action = dist.sample()
+        log_prob, entropy = self._log_prob_entropy(dist, action)
+        return self._value(obs).unsqueeze(1), action, log_prob, entropy
+
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions: the Gaussian mean (continuous) or ``argmax`` of the logits (discrete).
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+
+        Returns:
+            float32 ``[B, act_dim]`` or int64 ``[B]``.
+        """
+        dist = self._dist(obs_batch(obs, "PPO"))
+        return dist.mean if self.continuous_action else dist.logits.argmax(dim=-1)
+
+    def learn(self, batch_obs: torch.Tensor, batch_action: torch.Tensor, batch_value: torch.Tensor,
+              batch_return: torch.Tensor, batch_logprob: torch.Tensor, batch_adv: torch.Tensor,
+              lr: float | None = None) -> tuple[float, float, float]:
+        """One Adam step on one minibatch.
+
+        ``loss = value_loss_coef * value_loss + action_loss - entropy_coef * entropy``.
+
+        Args:
+            batch_obs: float32 ``[B, *obs_shape]``.
+            batch_action: int64 ``[B]`` (discrete) or float32 ``[B, act_dim]`` (continuous).
+            batch_value: float32 ``[B]`` / ``[B, 1]`` values at collection time.
+            batch_return: float32 ``[B]`` / ``[B, 1]`` value targets (e.g. GAE returns).
+            batch_logprob: float32 ``[B]`` / ``[B, 1]`` log-probs at collection time.
+            batch_adv: float32 ``[B]`` / ``[B, 1]`` advantages.
+            lr: if given, set the optimizer's learning rate first (annealing).
+
+        Returns:
+            ``(value_loss, action_loss, entropy)`` as Python floats (PARL's return); more in
+            ``last_info``.
+
+        Raises:
+            ValueError: shapes do not fit, or the actions do not match ``continuous_action``.
+        """
+        obs = obs_batch(batch_obs, "PPO")
+        batch = obs.shape[0]
+        old_value = column(batch_value, "batch_value", batch, "PPO")
+        returns = column(batch_return, "batch_return", batch, "PPO")
+        old_log_prob = column(batch_logprob, "batch_logprob", batch, "PPO")
+        adv = column(batch_adv, "batch_adv", batch, "PPO")
+        dist = self._dist(obs)
+        action = self._action(batch_action, dist, batch)
+        log_prob, entropy = self._log_prob_entropy(dist, action)
+        value = self._value(obs)
+        if self.norm_adv:
+            adv = functional.normalize_advantages(adv)
+        action_loss = functional.clipped_surrogate_loss(log_prob, old_log_prob, adv, self.clip_param)
+        value_loss = functional.clipped_value_loss(value, old_value, returns,
+                                                   self.clip_param if self.use_clipped_value_loss else None)
+        entropy_mean = entropy.mean()
+        with torch.no_grad():
+            kl = float(functional.approx_kl(log_prob, old_log_prob))
+            clipfrac = float(functional.clip_fraction(log_prob, old_log_prob, self.clip_param))
+        skip = self.target_kl is not None and kl > self.target_kl
+        if skip:
+            self.kl_exceeded = True
+        else:
+            loss = self.value_loss_coef * value_loss + action_loss - self.entropy_coef * entropy_mean
+            if lr is not None:
+                for group in self.optimizer.param_groups:
+                    group["lr"] = float(lr)
+            self.optimizer.zero_grad()
+            loss.backward()
+            if self.max_grad_norm is not None:
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+            self.optimizer.step()
+        result = (float(value_loss), float(action_loss), float(entropy_mean))
+        self.last_info = {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
+                          "train/approx_kl": kl, "train/clip_fraction": clipfrac, "train/kl_exceeded": float(skip)}
+        return result
+
+    def get_info(self) -> dict[str, Any]:
+        """Diagnostics of the last ``learn`` call (see ``last_info``)."""
+        return dict(self.last_info)

@@ -1,0 +1,144 @@
+"""SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications") with PARL's API, plus
+automatic entropy tuning."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from parl_algorithms.torch import functional
+from parl_algorithms.torch._common import obs_batch, positive, two_q
+from parl_algorithms.torch._off_policy import OffPolicyActorCritic
+from parl_core.torch import Model
+
+__all__ = ["SAC"]
+
+
+class SAC(OffPolicyActorCritic):
+    """Soft actor-critic with twin critics and a tanh-squashed Gaussian policy.
+
+    The model must define ``policy(obs) -> (mean, log_std)`` (each float32 ``[B, act_dim]``, log_std
+    already clamped, as in PARL's models), ``value(obs, action) -> (Q1, Q2)`` (each ``[B, 1]`` or
+    ``[B]``), ``get_actor_params()`` and ``get_critic_params()``. Actions are in ``[-1, 1]``.
+
+    Args:
+        model: the actor-critic model; the target is ``copy.deepcopy(model)``.
+        gamma: discount in ``[0, 1]``.
+        tau: Polyak rate in ``[0, 1]``.
+        alpha: entropy temperature (fixed; the initial value with automatic tuning, default 1.0 then).
+        actor_lr, critic_lr: Adam learning rates.
+        with_automatic_entropy_tuning: learn alpha so that the policy entropy tracks ``target_entropy``
+            (Haarnoja et al. 2018, section 5).
+        target_entropy: defaults to ``-act_dim``.
+        alpha_lr: Adam learning rate of ``log_alpha``; defaults to ``actor_lr``.
+
+    Attributes:
+        alpha: the current temperature (a float).
+        log_alpha: 0-d tensor, learned when tuning is on (saved in checkpoints).
+        last_info: ``train/critic_loss``, ``train/actor_loss``, ``train/alpha``, ``train/entropy``, ``train/q_mean``.
+
+    Raises:
+        ValueError: the model lacks a required method, or a hyperparameter is missing / out of range.
+    """
+
+    checkpoint_attrs = ("alpha",)
+
+    def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
+                 alpha: float | None = None, actor_lr: float | None = None, critic_lr: float | None = None, *,
+                 with_automatic_entropy_tuning: bool = False, target_entropy: float | None = None,
+                 alpha_lr: float | None = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+        name = type(self).__name__
+        self.with_automatic_entropy_tuning = bool(with_automatic_entropy_tuning)
+        if alpha is None and self.with_automatic_entropy_tuning:
+            alpha = 1.0
+        self.alpha = positive(alpha, "alpha", name, "0.2")
+        self.log_alpha = torch.tensor(math.log(self.alpha), requires_grad=self.with_automatic_entropy_tuning)
+        self.target_entropy = None if target_entropy is None else float(target_entropy)
+        if self.with_automatic_entropy_tuning:
+            lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
+            self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=lr)
+
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
+        mean, _ = self._policy(obs_batch(obs, type(self).__name__))
+        return torch.tanh(mean)
+
+    def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.model.policy(obs)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise ValueError(f"{type(self).__name__} needs model.policy(obs) to return (mean, log_std), each float32 "
+                             "[B, act_dim]; SAC is for continuous (Box) action spaces (use DQN / PPO for Discrete)")
+        return out[0], out[1].expand_as(out[0])
+
+    def _sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self._policy(obs)
+        pre_tanh = mean + log_std.exp() * torch.randn_like(mean)
+        log_prob = functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
+        return torch.tanh(pre_tanh), log_prob
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised sample of the squashed Gaussian policy.
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+
+        Returns:
+            ``(action [B, act_dim] in [-1, 1], log_prob [B, 1])`` (PARL's shapes).
+        """
+        action, log_prob = self._sample(obs_batch(obs, type(self).__name__))
+        return action, log_prob.unsqueeze(1)
+
+    def _critic_loss(self, obs, action, reward, next_obs, terminal):
+        name = type(self).__name__
+        with torch.no_grad():
+            next_action, next_log_prob = self._sample(next_obs)
+            next_q1, next_q2 = two_q(self.target_model.value(next_obs, next_action), name)
+            target = functional.sac_target(reward, next_q1, next_q2, next_log_prob, terminal, self.gamma, self.alpha)
+        q1, q2 = two_q(self.model.value(obs, action), name)
+        return F.mse_loss(q1, target) + F.mse_loss(q2, target), q1
+
+    def _actor_loss(self, obs, action):
+        new_action, log_prob = self._sample(obs)
+        q1, q2 = two_q(self.model.value(obs, new_action), type(self).__name__)
+        return (self.alpha * log_prob - torch.min(q1, q2)).mean(), log_prob
+
+    def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
+              terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One critic step, one actor step, one temperature step (if tuning) and a soft target update.
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+            action: float32 ``[B, act_dim]`` in ``[-1, 1]``.
+            reward: float32 ``[B]`` or ``[B, 1]``.
+            next_obs: float32 ``[B, *obs_shape]``.
+            terminal: float32 ``[B]`` or ``[B, 1]`` (1 on termination, 0 on truncation).
+
+        Returns:
+            ``(critic_loss, actor_loss)`` scalar tensors.
+        """
+        obs, action, reward, next_obs, terminal = self._batch(obs, action, reward, next_obs, terminal)
+        critic_loss, q1 = self._critic_loss(obs, action, reward, next_obs, terminal)
+        self.critic_optimizer.zero_grad()
+        critic_loss.backward()
+        self.critic_optimizer.step()
+
+        actor_loss, log_prob = self._actor_loss(obs, action)
+        self.actor_optimizer.zero_grad()
+        actor_loss.backward()
+        self.actor_optimizer.step()
+
+        if self.with_automatic_entropy_tuning:
+            target_entropy = -float(action.shape[1]) if self.target_entropy is None else self.target_entropy
+            alpha_loss = -(self.log_alpha * (log_prob.detach() + target_entropy)).mean()
+            self.alpha_optimizer.zero_grad()
+            alpha_loss.backward()
+            self.alpha_optimizer.step()
+            self.alpha = float(self.log_alpha.detach().exp())
+        self.sync_target()
+        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": float(actor_loss),
+                          "train/alpha": self.alpha, "train/entropy": float(-log_prob.detach().mean()),
+                          "train/q_mean": float(q1.detach().mean())}
+        return critic_loss, actor_loss

@@ -1,0 +1,103 @@
+"""Hand-computed cases for the pure loss / target functions."""
+
+import math
+
+import pytest
+import torch
+
+from parl_algorithms.torch import functional as Fn
+
+
+def t(*values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def test_td_target():
+    # 1 + 0.9 * 1 * 2 = 2.8 ; 0.5 + 0.9 * 0 * 4 = 0.5
+    out = Fn.td_target(t(1.0, 0.5), t(2.0, 4.0), t(0.0, 1.0), 0.9)
+    torch.testing.assert_close(out, t(2.8, 0.5))
+
+
+def test_double_dqn_target_uses_online_argmax_and_target_value():
+    online = torch.tensor([[1.0, 3.0, 2.0], [5.0, 0.0, 1.0]])
+    target = torch.tensor([[10.0, 20.0, 30.0], [7.0, 8.0, 9.0]])
+    # row 0: argmax online = 1 -> target 20 -> 1 + 0.5 * 20 = 11 ; row 1: terminal -> 2
+    torch.testing.assert_close(Fn.double_dqn_target(t(1.0, 2.0), online, target, t(0.0, 1.0), 0.5), t(11.0, 2.0))
+
+
+def test_clipped_double_q_and_sac_targets():
+    torch.testing.assert_close(Fn.clipped_double_q_target(t(1.0), t(3.0), t(2.0), t(0.0), 0.5), t(2.0))
+    # min(3, 2) - 0.2 * (-1.5) = 2.3 ; 1 + 0.5 * 2.3 = 2.15
+    torch.testing.assert_close(Fn.sac_target(t(1.0), t(3.0), t(2.0), t(-1.5), t(0.0), 0.5, 0.2), t(2.15))
+    torch.testing.assert_close(Fn.sac_target(t(1.0), t(3.0), t(2.0), t(-1.5), t(1.0), 0.5, 0.2), t(1.0))
+
+
+def test_clipped_surrogate_loss():
+    # ratios e^{log 1.5} = 1.5 and e^{log 0.5} = 0.5, clip 0.2
+    log_prob = torch.log(t(1.5, 0.5))
+    old = t(0.0, 0.0)
+    # A = +2: min(1.5*2, 1.2*2) = 2.4 ; A = -1: min(0.5*-1, 0.8*-1) = -0.8 -> loss = -(2.4 - 0.8)/2 = -0.8
+    assert float(Fn.clipped_surrogate_loss(log_prob, old, t(2.0, -1.0), 0.2)) == pytest.approx(-0.8, rel=1e-6)
+
+
+def test_clipped_value_loss():
+    value, old, ret = t(2.0, 0.0), t(1.0, 0.0), t(3.0, 1.0)
+    # row 0: unclipped (2-3)^2 = 1, clipped 1 + 0.5 = 1.5 -> (1.5-3)^2 = 2.25 -> max 2.25 ; row 1: 1
+    assert float(Fn.clipped_value_loss(value, old, ret, 0.5)) == pytest.approx(0.5 * (2.25 + 1.0) / 2)
+    assert float(Fn.clipped_value_loss(value, old, ret, None)) == pytest.approx(0.5 * (1.0 + 1.0) / 2)
+
+
+def test_approx_kl_and_clip_fraction():
+    log_prob, old = torch.log(t(1.5, 1.0)), t(0.0, 0.0)
+    expected = ((1.5 - 1) - math.log(1.5) + 0.0) / 2
+    assert float(Fn.approx_kl(log_prob, old)) == pytest.approx(expected, rel=1e-6)
+    assert float(Fn.clip_fraction(log_prob, old, 0.2)) == 0.5
+
+
+def test_normalize_advantages():
+    out = Fn.normalize_advantages(t(1.0, 2.0, 3.0))
+    torch.testing.assert_close(out, t(-1.0, 0.0, 1.0), atol=1e-6, rtol=0)  # std (unbiased) = 1
+
+
+def test_soft_update_in_place():
+    target, source = [t(0.0, 10.0)], [t(1.0, 20.0)]
+    Fn.soft_update_(target, source, 0.1)
+    torch.testing.assert_close(target[0], t(0.1, 11.0))
+    with pytest.raises(ValueError, match="tau"):
+        Fn.soft_update_(target, source, 1.5)
+
+
+def test_tanh_gaussian_log_prob():
+    # u = 0, mean 0, std 1: log N(0) = -0.5 log(2 pi); tanh'(0) = 1 -> per-dim -0.9189; 2 dims
+    out = Fn.tanh_gaussian_log_prob(torch.zeros(1, 2), torch.zeros(1, 2), torch.zeros(1, 2))
+    assert float(out) == pytest.approx(-math.log(2 * math.pi), rel=1e-5)
+    assert out.shape == (1,)
+
+
+def test_cql_penalty():
+    q_data = t(1.0)
+    q_sampled = torch.tensor([[0.0, math.log(3.0)]])  # logsumexp = log(1 + 3) = log 4
+    assert float(Fn.cql_penalty(q_data, q_sampled)) == pytest.approx(math.log(4.0) - 1.0, rel=1e-6)
+    # temperature 2: 2 * log(e^0 + e^{log3 / 2}) - 1
+    expected = 2 * math.log(1 + math.sqrt(3.0)) - 1.0
+    assert float(Fn.cql_penalty(q_data, q_sampled, temperature=2.0)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_target_policy_smoothing_bounds():
+    torch.manual_seed(0)
+    out = Fn.target_policy_smoothing(torch.full((1000, 2), 0.9), policy_noise=1.0, noise_clip=0.5)
+    assert float(out.max()) <= 1.0 and float(out.min()) >= 0.4 - 1e-6
+
+
+@pytest.mark.parametrize("call", [
+    lambda: Fn.td_target(t(1.0, 2.0), t(1.0), t(0.0, 0.0), 0.9),
+    lambda: Fn.td_target(t(1.0), t(1.0), t(0.0), 1.5),
+    lambda: Fn.double_dqn_target(t(1.0), torch.zeros(1, 2), torch.zeros(1, 3), t(0.0), 0.9),
+    lambda: Fn.clipped_surrogate_loss(t(0.0), t(0.0), t(1.0), 0.0),
+    lambda: Fn.clipped_value_loss(t(0.0, 1.0), t(0.0), t(1.0), 0.2),
+    lambda: Fn.cql_penalty(t(1.0, 2.0), torch.zeros(1, 3)),
+    lambda: Fn.normalize_advantages(torch.zeros(2, 2)),
+])
+def test_shape_and_range_errors(call):
+    with pytest.raises(ValueError):
+        call()
