@@ -25,8 +25,9 @@ def _to_gymnasium_space(space: Any) -> spaces.Space:
     if hasattr(space, "n") and not hasattr(space, "low"):
         return spaces.Discrete(int(space.n))
     if hasattr(space, "low") and hasattr(space, "high"):
-        return spaces.Box(low=np.asarray(space.low), high=np.asarray(space.high),
-                          dtype=getattr(space, "dtype", np.float32))
+        dtype = np.dtype(getattr(space, "dtype", None) or np.float32)
+        return spaces.Box(low=np.asarray(space.low, dtype=dtype), high=np.asarray(space.high, dtype=dtype),
+                          dtype=dtype)
     raise TypeError(f"CompatWrapper cannot convert the space {space!r}; give the env gymnasium spaces "
                     "(gymnasium.spaces.Box / Discrete)")
 
@@ -145,7 +146,10 @@ class ActionMappingWrapper(gym.wrappers.RescaleAction):
     """
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env, min_action=-1.0, max_action=1.0)
+        space = env.action_space
+        dtype = space.dtype if isinstance(space, spaces.Box) else np.float32
+        super().__init__(env, min_action=np.full(space.shape, -1.0, dtype=dtype),
+                         max_action=np.full(space.shape, 1.0, dtype=dtype))
 
     def action(self, action: Any) -> Any:
         """Map an action in ``[-1, 1]`` to the env's bounds."""

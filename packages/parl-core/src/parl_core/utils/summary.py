@@ -3,8 +3,12 @@
 One process-wide ``tensorboardX.SummaryWriter``, created lazily on the first ``add_*`` call (importing
 this module imports neither tensorboardX nor torch) in, by priority: the directory given to
 :func:`set_logdir`, the logger's directory (:func:`parl_core.utils.logger.set_dir`), else
-``./train_log/<script name>``. Like PARL, every call is flushed so that tensorboard (or a test) sees it at
-once. Thread-safe.
+``./train_log/<script name>``. Thread-safe.
+
+tensorboardX writes events from a background thread and flushes them to disk about every
+``FLUSH_SECS`` seconds, so tensorboard shows a running job's curves with that delay; :func:`flush` is a
+true barrier (tensorboardX's own ``flush`` does not wait for queued events): it closes the event file,
+and the next ``add_*`` call opens a new one in the same directory (tensorboard merges them).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ _lock = threading.RLock()
 _writer: Any = None
 _logdir: str | None = None
 _atexit_registered = False
+
+FLUSH_SECS = 2.0
 
 
 def set_logdir(logdir: str | os.PathLike) -> None:
@@ -58,7 +64,7 @@ def get_writer() -> Any:
                 from tensorboardX import SummaryWriter
             except ImportError as err:  # pragma: no cover - tensorboardX is a dependency
                 raise ImportError("parl.utils.summary needs tensorboardX: `pip install tensorboardX`") from err
-            _writer = SummaryWriter(logdir=get_logdir())
+            _writer = SummaryWriter(logdir=get_logdir(), flush_secs=FLUSH_SECS)
             if not _atexit_registered:
                 atexit.register(close)
                 _atexit_registered = True
@@ -74,9 +80,7 @@ def add_scalar(tag: str, scalar_value: float, global_step: int | None = None) ->
         global_step: the x coordinate, e.g. environment steps.
     """
     with _lock:
-        writer = get_writer()
-        writer.add_scalar(tag, scalar_value, global_step)
-        writer.flush()
+        get_writer().add_scalar(tag, scalar_value, global_step)
 
 
 def add_histogram(tag: str, values: Any, global_step: int | None = None, bins: str = "auto") -> None:
@@ -89,16 +93,15 @@ def add_histogram(tag: str, values: Any, global_step: int | None = None, bins: s
         bins: tensorboardX's binning (``"auto"``, ``"tensorflow"``, or an int).
     """
     with _lock:
-        writer = get_writer()
-        writer.add_histogram(tag, values, global_step, bins=bins)
-        writer.flush()
+        get_writer().add_histogram(tag, values, global_step, bins=bins)
 
 
 def flush() -> None:
-    """Write pending events to disk (no-op when no writer exists)."""
-    with _lock:
-        if _writer is not None:
-            _writer.flush()
+    """Write every pending event to disk before returning (no-op when no writer exists).
+
+    The current event file is closed; the next ``add_*`` call opens a new one in the same directory.
+    """
+    close()
 
 
 def close() -> None:
