@@ -1,0 +1,443 @@
+"""The client's end of one actor: a DEALER socket connected straight to the actor's job process.
+
+Blocking actors (``wait=True``) are driven by the calling thread: it sends the request and reads the
+socket until the reply with its request id arrives (one call at a time per actor, like PARL; a lock
+serialises threads). Future-mode actors (``wait=False``) hand their socket to the client's
+``Reactor`` thread after ``__init__``: callers queue requests and get ``RemoteFuture`` objects at
+once, many calls can be in flight, and replies (executed in order by the job) complete the futures.
+
+Liveness: libzmq heartbeats (ZMTP PING/PONG, in libzmq's own I/O thread) run on every connection; a
+socket monitor reports when the connection to the job closes. A connection that stays closed for
+``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is asked why, and every pending and later
+call raises ``ActorDiedError`` with that cause.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import zmq
+import zmq.utils.monitor
+
+from parl_remote import config, protocol, serialization
+from parl_remote.errors import ActorDiedError, RemoteError, SerializationError, make_remote_exception
+from parl_remote.future import RemoteFuture
+from parl_remote.protocol import Message, MsgType
+
+if TYPE_CHECKING:
+    from parl_remote.client import Client
+
+logger = logging.getLogger(__name__)
+
+_POLL_MS = 100
+_CONNECT_TIMEOUT_S = 10.0
+_MONITOR_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
+
+
+def call_payload(name: str, args: tuple, kwargs: dict) -> list:
+    """Serialises a CALL body ``(name, args, kwargs)``; names the culprit if an argument won't pickle."""
+    try:
+        return serialization.dumps((name, args, kwargs))
+    except SerializationError:
+        serialization.check_arguments(name, args, kwargs)
+        raise
+
+
+class ActorConnection:
+    """The connection to one actor's job. Created by ``Client.create_actor``.
+
+    Args:
+        client: the owning client.
+        grant: the master's grant: ``actor_id``, ``address``, ``pid``, ``worker_id``.
+        class_name: the actor's class name (for messages and output prefixes).
+        forward_output: print the actor's output on this process's console.
+    """
+
+    def __init__(self, client: Client, grant: dict, class_name: str, forward_output: bool) -> None:
+        self.client = client
+        self.actor_id: str = grant["actor_id"]
+        self.address: str = grant["address"]
+        self.pid: int = grant["pid"]
+        self.class_name = class_name
+        self.forward_output = forward_output
+        self.signer = client.signer
+        self.sock = client.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 1000)
+        self.sock.setsockopt(zmq.HEARTBEAT_IVL, int(config.get("ZMQ_HEARTBEAT_IVL_MS")))
+        self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(config.get("ZMQ_HEARTBEAT_TIMEOUT_MS")))
+        self.sock.setsockopt(zmq.RECONNECT_IVL, 100)
+        self.monitor = self.sock.get_monitor_socket(_MONITOR_EVENTS)
+        self.sock.connect(f"tcp://{self.address}")
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.connected = False
+        self.ever_connected = False
+        self.down_since: float | None = time.monotonic()
+        self.dead: ActorDiedError | None = None
+        self.closed = False
+        self.reactor: Reactor | None = None
+        self._partial: dict[str, str] = {}
+
+    @property
+    def where(self) -> str:
+        return f"actor {self.class_name} {self.actor_id}, pid {self.pid} at {self.address}"
+
+    # ------------------------------------------------------------------------------ blocking calls
+    def request(self, msg_type: MsgType, payload: list) -> Message:
+        """Sends a request and waits for its reply (blocking mode and ``__init__``).
+
+        Raises:
+            ActorDiedError: the actor's process ended before or during the call.
+        """
+        if self.reactor is not None:
+            return self.reactor.submit(self, msg_type, payload, raw=True).result()
+        with self.lock:
+            if self.dead is not None:
+                raise self._died_again()
+            if self.closed:
+                raise RemoteError(f"{self.where} was deleted")
+            rid = next(self.ids)
+            frames = protocol.encode(self.signer, msg_type, rid, payload)
+            copy = len(payload) == 1
+            while True:
+                try:
+                    self.sock.send_multipart(frames, flags=zmq.NOBLOCK, copy=copy)
+                    break
+                except zmq.Again:  # not connected (yet / any more)
+                    time.sleep(0.01)
+                    self.check_liveness()
+            sock = self.sock
+            while True:
+                if sock.poll(_POLL_MS):
+                    msg = self._recv()
+                    if msg is None:
+                        continue
+                    if msg.req_id == rid:
+                        return msg
+                else:
+                    self.check_liveness()
+
+    def _recv(self) -> Message | None:
+        """Reads one message; prints LOG notifications; returns replies."""
+        try:
+            msg = protocol.decode(self.signer, self.sock.recv_multipart(copy=False), has_identity=False)
+        except (protocol.Rejected, protocol.Notice) as exc:
+            logger.warning("dropped a message from %s: %s", self.where, exc)
+            return None
+        if msg.type is MsgType.LOG:
+            self.print_output(msg.body())
+            return None
+        return msg
+
+    def result_of(self, msg: Message) -> Any:
+        """The value of a reply, or raises the remote exception it carries."""
+        if msg.type is MsgType.REPLY:
+            return msg.body()
+        if msg.type is MsgType.ERROR:
+            raise self.exception_from(msg.body())
+        raise RemoteError(f"unexpected reply {msg.type.name} from {self.where}")
+
+    def exception_from(self, body: dict) -> BaseException:
+        """Rebuilds the exception of an ERROR reply (an instance of RemoteError and the original type)."""
+        original = None
+        if body.get("exception") is not None:
+            try:
+                original = serialization.loads([body["exception"]])
+            except SerializationError:
+                original = None
+            if not isinstance(original, BaseException):
+                original = None
+        return make_remote_exception(original, body["type"], body["message"], body["traceback"], self.where)
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        """Calls a method and returns its result (blocking mode)."""
+        return self.result_of(self.request(MsgType.CALL, call_payload(name, args, kwargs)))
+
+    def get_attr(self, name: str) -> Any:
+        """Reads an attribute of the remote object."""
+        return self.result_of(self.request(MsgType.GET_ATTR, serialization.dumps(name)))
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Sets an attribute of the remote object."""
+        try:
+            payload = serialization.dumps((name, value))
+        except SerializationError as exc:
+            raise SerializationError(f"cannot send the value of attribute {name!r}: {exc}") from exc
+        self.result_of(self.request(MsgType.SET_ATTR, payload))
+
+    def submit(self, name: str, args: tuple, kwargs: dict) -> RemoteFuture:
+        """Queues a method call and returns its future (future mode)."""
+        payload = call_payload(name, args, kwargs)
+        if self.reactor is None:  # not handed over (should not happen after __init__)
+            future = RemoteFuture()
+            try:
+                future.set_result(self.call(name, args, kwargs))
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(exc)
+            return future
+        return self.reactor.submit(self, MsgType.CALL, payload)
+
+    # -------------------------------------------------------------------------------- liveness
+    def process_monitor(self) -> None:
+        """Reads pending socket-monitor events (connection up / down)."""
+        while self.monitor.poll(0):
+            try:
+                event = zmq.utils.monitor.recv_monitor_message(self.monitor, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if event["event"] == zmq.EVENT_CONNECTED:
+                self.connected = self.ever_connected = True
+                self.down_since = None
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self.connected = False
+                self.down_since = time.monotonic()
+
+    def check_liveness(self) -> None:
+        """Raises ActorDiedError when the job's connection has been down for too long."""
+        if self.dead is not None:
+            raise self._died_again()
+        self.process_monitor()
+        if self.connected or self.down_since is None:
+            return
+        grace = config.get("ACTOR_RECONNECT_GRACE_S") if self.ever_connected else _CONNECT_TIMEOUT_S
+        if time.monotonic() - self.down_since > grace:
+            raise self.mark_dead()
+
+    def mark_dead(self, cause: str | None = None) -> ActorDiedError:
+        """Records that the actor is dead (asking the master why) and returns the error to raise."""
+        if self.dead is None:
+            cause = (
+                cause
+                or self.client.death_cause(self.actor_id)
+                or (f"the connection to its process was lost (no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)")
+            )
+            self.dead = ActorDiedError(f"{self.where} died: {cause}", cause=cause)
+            self._close_sockets(linger=0)
+        return self.dead
+
+    def _died_again(self) -> ActorDiedError:
+        return ActorDiedError(str(self.dead), cause=self.dead.cause)
+
+    # ----------------------------------------------------------------------------------- output
+    def print_output(self, items: list) -> None:
+        """Prints forwarded actor output, each line prefixed with the actor's name and pid."""
+        if not self.forward_output:
+            return
+        prefix = f"[{self.class_name} pid={self.pid}] "
+        for stream_name, text in items:
+            text = self._partial.pop(stream_name, "") + text
+            lines = text.split("\n")
+            if lines[-1]:
+                self._partial[stream_name] = lines[-1]
+            out = sys.stderr if stream_name == "stderr" else sys.stdout
+            body = "".join(prefix + line + "\n" for line in lines[:-1])
+            if body:
+                try:
+                    out.write(body)
+                    out.flush()
+                except (ValueError, OSError):  # closed console at shutdown
+                    pass
+
+    # ---------------------------------------------------------------------------------- closing
+    def close(self) -> None:
+        """Deletes the remote object (its job exits, its CPU returns to the pool). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.reactor is not None:
+            self.reactor.close_actor(self)
+            return
+        with self.lock:
+            self.send_delete_and_close()
+
+    def send_delete_and_close(self, send_delete: bool = True) -> None:
+        if send_delete and self.dead is None and not self.sock.closed:
+            try:
+                protocol.send(self.sock, self.signer, MsgType.DELETE, 0, None, flags=zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+        self._close_sockets(linger=1000)
+
+    def _close_sockets(self, linger: int) -> None:
+        if not self.sock.closed:
+            try:
+                self.sock.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self.monitor.close(linger=0)
+            self.sock.close(linger=linger)
+
+
+class Reactor(threading.Thread):
+    """The client's I/O thread for future-mode actors: sends queued calls, completes futures."""
+
+    def __init__(self) -> None:
+        super().__init__(name="xparl-reactor", daemon=True)
+        self.commands: collections.deque = collections.deque()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+        self.stopping = False
+        self.actors: dict[zmq.Socket, ActorConnection] = {}
+        self.pending: dict[ActorConnection, dict[int, tuple[RemoteFuture, bool]]] = {}
+
+    def _wake(self) -> None:
+        try:
+            os.write(self.wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass
+
+    def adopt(self, actor: ActorConnection) -> None:
+        """Hands an actor's socket over to this thread (after its ``__init__`` succeeded)."""
+        actor.reactor = self
+        self.commands.append(("adopt", actor))
+        self._wake()
+
+    def submit(self, actor: ActorConnection, msg_type: MsgType, payload: list, raw: bool = False) -> RemoteFuture:
+        """Queues a request; the future gets the result (or the raw reply message when ``raw``)."""
+        future = RemoteFuture()
+        if actor.dead is not None:
+            future.set_exception(actor._died_again())
+            return future
+        if self.stopping or actor.closed:
+            future.set_exception(RemoteError(f"{actor.where} was deleted or its client disconnected"))
+            return future
+        self.commands.append(("send", actor, msg_type, payload, future, raw))
+        self._wake()
+        return future
+
+    def close_actor(self, actor: ActorConnection) -> None:
+        self.commands.append(("close", actor))
+        self._wake()
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.commands.append(("stop",))
+        self._wake()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=5)
+
+    # ------------------------------------------------------------------------------------- loop
+    def run(self) -> None:
+        poller = self.poller = zmq.Poller()
+        poller.register(self.wake_r, zmq.POLLIN)
+        running = True
+        last_check = time.monotonic()
+        while running:
+            ready = dict(poller.poll(_POLL_MS))
+            if self.wake_r in ready:
+                try:
+                    os.read(self.wake_r, 65536)
+                except BlockingIOError:
+                    pass
+            while self.commands:
+                command = self.commands.popleft()
+                kind = command[0]
+                if kind == "send":
+                    self._send(*command[1:])
+                elif kind == "adopt":
+                    actor = command[1]
+                    self.actors[actor.sock] = actor
+                    self.pending[actor] = {}
+                    poller.register(actor.sock, zmq.POLLIN)
+                elif kind == "close":
+                    self._close(command[1], poller)
+                elif kind == "stop":
+                    running = False
+            for sock, actor in list(self.actors.items()):
+                if sock in ready:
+                    self._read(actor)
+            if time.monotonic() - last_check > _POLL_MS / 1000:
+                last_check = time.monotonic()
+                self._check_all(poller)
+        for actor in list(self.actors.values()):
+            self._close(actor, poller)
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+
+    def _send(self, actor: ActorConnection, msg_type: MsgType, payload: list, future: RemoteFuture, raw: bool) -> None:
+        if actor.dead is not None or actor.sock.closed:
+            future.set_exception(actor._died_again() if actor.dead else RemoteError(f"{actor.where} was deleted"))
+            return
+        if not future.set_running_or_notify_cancel():
+            return
+        rid = next(actor.ids)
+        self.pending[actor][rid] = (future, raw)
+        frames = protocol.encode(actor.signer, msg_type, rid, payload)
+        try:
+            actor.sock.send_multipart(frames, copy=len(payload) == 1)
+        except zmq.ZMQError as exc:
+            self.pending[actor].pop(rid, None)
+            future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))
+
+    def _read(self, actor: ActorConnection) -> None:
+        pending = self.pending.get(actor, {})
+        while not actor.sock.closed and actor.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            msg = actor._recv()
+            if msg is None:
+                continue
+            entry = pending.pop(msg.req_id, None)
+            if entry is None:
+                continue
+            future, raw = entry
+            if actor.closed and not pending:
+                self._forget(actor, self.poller)
+                actor.send_delete_and_close(send_delete=False)
+            if future is None:
+                continue
+            if raw:
+                future.set_result(msg)
+                continue
+            try:
+                value = actor.result_of(msg)
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(exc)
+            else:
+                future.set_result(value)
+
+    def _check_all(self, poller: zmq.Poller) -> None:
+        for actor in list(self.actors.values()):
+            try:
+                actor.check_liveness()
+            except ActorDiedError:
+                self._fail_pending(actor)
+                self._forget(actor, poller)
+
+    def _fail_pending(self, actor: ActorConnection) -> None:
+        for future, _ in self.pending.get(actor, {}).values():
+            if future is not None and not future.done():
+                future.set_exception(actor._died_again())
+        self.pending.pop(actor, None)
+
+    def _forget(self, actor: ActorConnection, poller: zmq.Poller) -> None:
+        self.actors = {s: a for s, a in self.actors.items() if a is not actor}
+        try:
+            poller.unregister(actor.sock)
+        except KeyError:
+            pass
+
+    def _close(self, actor: ActorConnection, poller: zmq.Poller) -> None:
+        if self.pending.get(actor) and actor.dead is None and not self.stopping:
+            # calls still in flight: the job runs them before the DELETE; close when their replies are in
+            rid = next(actor.ids)
+            self.pending[actor][rid] = (None, False)
+            try:
+                protocol.send(actor.sock, actor.signer, MsgType.DELETE, rid, None, flags=zmq.NOBLOCK)
+                return
+            except zmq.ZMQError:
+                pass
+        if actor in self.pending:
+            for future, _ in self.pending[actor].values():
+                if future is not None and not future.done():
+                    future.set_exception(RemoteError(f"{actor.where} was deleted before the call finished"))
+            self.pending.pop(actor, None)
+        if any(a is actor for a in self.actors.values()):
+            self._forget(actor, poller)
+        actor.send_delete_and_close()

@@ -1,0 +1,83 @@
+"""Tunable intervals, timeouts and on-disk locations of the remote runtime.
+
+Every value can be overridden through an environment variable of the same name prefixed with
+``XPARL_`` (for example ``XPARL_HEARTBEAT_INTERVAL_S=0.2``); the variables are read when a value is
+needed, never at import. Units are in the names (``_s`` seconds, ``_ms`` milliseconds, ``_mb`` MiB).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+# name -> default; read through ``get``.
+DEFAULTS: dict[str, float] = {
+    # worker -> master heartbeats (Paranoid Pirate: the peer is lost after LIVENESS missed intervals)
+    "HEARTBEAT_INTERVAL_S": 0.5,
+    "HEARTBEAT_LIVENESS": 6,
+    # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S loses its actors. Generous,
+    # because a client's main thread may hold the GIL inside one long C call; a client that dies is
+    # detected much sooner by its jobs (their TCP connection closes).
+    "CLIENT_HEARTBEAT_INTERVAL_S": 1.0,
+    "CLIENT_TIMEOUT_S": 60.0,
+    # libzmq-level heartbeats on client <-> job connections: handled by libzmq's I/O thread, so a
+    # CPU-bound actor holding the GIL is never declared dead.
+    "ZMQ_HEARTBEAT_IVL_MS": 1000,
+    "ZMQ_HEARTBEAT_TIMEOUT_MS": 6000,
+    # a connection to a job that stays down this long means the job is gone
+    "ACTOR_RECONNECT_GRACE_S": 0.8,
+    # a job whose client stays disconnected this long exits and frees its CPU
+    "CLIENT_GONE_GRACE_S": 1.0,
+    # how long a client waits for a free CPU before ResourceError
+    "RESOURCE_WAIT_S": 30.0,
+    # how long a request to the master may take before the master is declared unreachable
+    "MASTER_TIMEOUT_S": 5.0,
+    # how often the worker checks its jobs (exit, memory)
+    "WORKER_POLL_S": 0.1,
+    # master restart: a worker that lost its master retries with back-off up to this interval
+    "RECONNECT_MAX_INTERVAL_S": 2.0,
+    # how many ended actors the master keeps listed in status()
+    "DEAD_ACTORS_KEPT": 100,
+}
+
+
+def get(name: str) -> float:
+    """Returns the value of a runtime setting, honouring ``XPARL_<name>`` in the environment.
+
+    Args:
+        name: a key of ``DEFAULTS`` (e.g. ``"HEARTBEAT_INTERVAL_S"``).
+
+    Returns:
+        The setting as a float.
+
+    Raises:
+        KeyError: for an unknown name.
+        ValueError: when the environment variable is not a number.
+    """
+    default = DEFAULTS[name]
+    raw = os.environ.get("XPARL_" + name)
+    if raw is None or raw == "":
+        return float(default)
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"XPARL_{name}={raw!r} is not a number; unset it or give a value such as {default}") from exc
+
+
+def state_dir() -> pathlib.Path:
+    """The per-user directory for pid files, tokens, logs and the file cache.
+
+    ``$XPARL_HOME`` if set (tests point it at a temporary directory), else ``~/.parl``.
+    The directory is created with mode 0700.
+    """
+    root = os.environ.get("XPARL_HOME")
+    path = pathlib.Path(root) if root else pathlib.Path.home() / ".parl"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def cluster_dir(port: int) -> pathlib.Path:
+    """The state directory of the cluster whose master listens on ``port`` (pid files, token)."""
+    path = state_dir() / "clusters" / str(int(port))
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,138 @@
+"""``@remote_class``: every instance of the decorated class lives in its own process on the cluster."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+from parl_remote.client import get_global_client
+
+_OPTIONS = {"wait": True, "max_memory": None, "n_gpu": 0}
+RESERVED_PREFIX = "_xparl"
+
+
+def _method_names(cls: type) -> frozenset[str]:
+    """Names the proxy turns into remote calls: callables defined on the class (not properties)."""
+    names = set()
+    for name in dir(cls):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        try:
+            static = inspect.getattr_static(cls, name)
+        except AttributeError:
+            continue
+        if isinstance(static, (staticmethod, classmethod)) or (callable(static) and not isinstance(static, type)):
+            names.add(name)
+    return frozenset(names)
+
+
+class RemoteProxy:
+    """Base of the proxy classes made by ``remote_class``; an instance stands for a remote object.
+
+    Method calls run remotely (in future mode they return ``RemoteFuture``), attribute reads return
+    the remote value, attribute writes set it remotely. Deleting the proxy deletes the remote object.
+    """
+
+    _original: type = object
+    _xparl_options: dict = {}
+    _xparl_methods: frozenset = frozenset()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        for key in kwargs:
+            if key.startswith(RESERVED_PREFIX):
+                raise ValueError(f"keyword {key!r}: names starting with {RESERVED_PREFIX!r} are reserved by xparl")
+        cls = type(self)
+        actor = get_global_client().create_actor(cls._original, args, kwargs, cls._xparl_options)
+        object.__setattr__(self, "_xparl_actor", actor)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith(RESERVED_PREFIX) or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        actor = self.__dict__.get("_xparl_actor")
+        if actor is None:
+            raise AttributeError(f"{name!r}: the remote object was not created")
+        if name in type(self)._xparl_methods:
+            if type(self)._xparl_options.get("wait", True):
+
+                def method(*args: Any, **kwargs: Any) -> Any:
+                    return actor.call(name, args, kwargs)
+
+            else:
+
+                def method(*args: Any, **kwargs: Any) -> Any:
+                    return actor.submit(name, args, kwargs)
+
+            method.__name__ = name
+            object.__setattr__(self, name, method)  # cached: later lookups skip __getattr__
+            return method
+        return actor.get_attr(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith(RESERVED_PREFIX):
+            raise AttributeError(f"attribute names starting with {RESERVED_PREFIX!r} are reserved by xparl")
+        self.__dict__["_xparl_actor"].set_attr(name, value)
+
+    def __del__(self) -> None:
+        actor = self.__dict__.get("_xparl_actor")
+        if actor is not None:
+            try:
+                actor.close()
+            except Exception:  # interpreter shutdown: sockets may already be gone
+                pass
+
+    def __repr__(self) -> str:
+        actor = self.__dict__.get("_xparl_actor")
+        where = f"{actor.actor_id} pid={actor.pid} at {actor.address}" if actor else "not created"
+        return f"<remote {type(self)._original.__qualname__} {where}>"
+
+
+def _make_proxy(cls: type, options: dict) -> type:
+    if not isinstance(cls, type):
+        raise TypeError(f"@remote_class decorates classes, got {cls!r}")
+    if os.environ.get("XPARL") == "True":  # inside a job or a cluster process: the class itself
+        return cls
+    namespace = {
+        "_original": cls,
+        "_xparl_options": dict(options),
+        "_xparl_methods": _method_names(cls),
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+    }
+    return type(cls.__name__, (RemoteProxy,), namespace)
+
+
+def remote_class(*args: Any, **kwargs: Any) -> Any:
+    """Makes every instance of a class live in its own process on the cluster (PARL's decorator).
+
+    Use as ``@remote_class`` or ``@remote_class(wait=False, max_memory=None, n_gpu=0)``. Call
+    ``parl.connect(...)`` before creating instances.
+
+    Args:
+        wait: True: method calls block and return the result. False: they return a
+            ``RemoteFuture`` at once (PARL's ``get()`` plus ``concurrent.futures.Future``); several
+            calls may be in flight on one actor and run in order.
+        max_memory: MiB of resident memory the actor's process may use; above it the process is
+            killed and calls raise ``ActorDiedError`` naming the limit. None: no limit.
+        n_gpu: GPUs per actor. This runtime schedules CPUs only; ``n_gpu > 0`` raises
+            ``ResourceError`` when the actor is created.
+
+    Returns:
+        The proxy class (its ``_original`` attribute is the undecorated class).
+
+    Raises:
+        TypeError: unknown options, or decorating something that is not a class.
+    """
+    if len(args) == 1 and not kwargs and isinstance(args[0], type):
+        return _make_proxy(args[0], _OPTIONS)
+    if args:
+        raise TypeError("use @remote_class or @remote_class(wait=..., max_memory=..., n_gpu=...) with keywords")
+    unknown = set(kwargs) - set(_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown @remote_class option(s) {sorted(unknown)}; the options are {sorted(_OPTIONS)}")
+    max_memory = kwargs.get("max_memory")
+    if max_memory is not None and (not isinstance(max_memory, (int, float)) or max_memory <= 0):
+        raise ValueError(f"max_memory is in MiB and must be positive, got {max_memory!r}")
+    options = {**_OPTIONS, **kwargs}
+    return lambda cls: _make_proxy(cls, options)

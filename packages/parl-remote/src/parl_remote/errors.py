@@ -1,0 +1,156 @@
+"""Exceptions of the remote runtime. Every one derives from ``RemoteError``.
+
+- ``RemoteError``: the base class. A user exception raised inside a remote method is re-raised on the
+  caller as an instance of a class derived from both ``RemoteError`` and the original type
+  (``make_remote_exception``); its ``remote_traceback`` holds the actor's traceback.
+- ``ActorDiedError``: the actor's process ended (killed, crashed, over ``max_memory``, worker lost).
+- ``ResourceError``: no free CPU within the configured wait.
+- ``SerializationError``: an argument or a return value cannot be pickled.
+- ``ClusterConnectionError``: the master cannot be reached; ``AuthenticationError``: wrong token;
+  ``VersionMismatchError``: client and cluster speak different protocol / Python versions.
+- ``UnknownActorError``: also a ``KeyError``, for an actor id the master does not know.
+- ``FutureObjectEmpty``: PARL's name for "the future has no result yet"; also a ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+class RemoteError(Exception):
+    """Base class of every error of the remote runtime."""
+
+
+class ActorDiedError(RemoteError):
+    """The actor's process ended; every pending and later call on it raises this.
+
+    Attributes:
+        cause: why the process ended, e.g. ``"killed by signal 9 (SIGKILL)"``.
+    """
+
+    def __init__(self, message: str, cause: str = "unknown") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class ResourceError(RemoteError):
+    """No free CPU (job slot) in the cluster within the configured wait."""
+
+
+class SerializationError(RemoteError, TypeError):
+    """A value cannot be pickled (raised before anything is sent) or unpickled."""
+
+
+class ClusterConnectionError(RemoteError, ConnectionError):
+    """The master (or a job) cannot be reached."""
+
+
+class AuthenticationError(ClusterConnectionError):
+    """The cluster rejected this process's token."""
+
+
+class VersionMismatchError(ClusterConnectionError):
+    """Client and cluster run incompatible versions (protocol or Python)."""
+
+
+class UnknownActorError(RemoteError, KeyError):
+    """The master knows no actor with this id."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the plain message
+        return str(self.args[0]) if self.args else ""
+
+
+class FutureObjectEmpty(RemoteError, TimeoutError):
+    """``future.get(block=False)`` or ``get(timeout=...)`` found no result yet (PARL's name)."""
+
+
+class RemoteUserError(RemoteError):
+    """A remote method raised an exception whose type could not be rebuilt on the caller.
+
+    Attributes:
+        remote_type: the qualified name of the original exception type.
+    """
+
+    remote_type: str = ""
+
+
+_SUBCLASS_CACHE: dict[type, type] = {}
+
+
+def _remote_subclass(exc_type: type[BaseException]) -> type | None:
+    """Returns a class derived from ``exc_type`` and ``RemoteError`` (cached), or None if impossible."""
+    if issubclass(exc_type, RemoteError):
+        return exc_type
+    cached = _SUBCLASS_CACHE.get(exc_type)
+    if cached is not None:
+        return cached
+    try:
+        sub = type(
+            exc_type.__name__,
+            (exc_type, RemoteError),
+            {"__module__": exc_type.__module__, "__qualname__": exc_type.__qualname__, "__str__": _remote_str},
+        )
+    except TypeError:  # e.g. instance lay-out conflicts or final classes
+        return None
+    _SUBCLASS_CACHE[exc_type] = sub
+    return sub
+
+
+def _remote_str(self: BaseException) -> str:
+    try:
+        base = type(self).__mro__[1].__str__(self)  # the original type's own __str__
+    except Exception:
+        base = repr(self.args)
+    tb = getattr(self, "remote_traceback", "")
+    where = getattr(self, "remote_where", "")
+    if tb:
+        return f"{base}\n\nRemote traceback ({where}):\n{tb.rstrip()}"
+    return base
+
+
+def make_remote_exception(
+    original: BaseException | None, type_name: str, message: str, traceback_text: str, where: str
+) -> RemoteError:
+    """Builds the exception re-raised on the caller for a user exception raised in an actor.
+
+    Args:
+        original: the unpickled original exception, or None if it could not be pickled / unpickled.
+        type_name: qualified name of the original type (``"builtins.ZeroDivisionError"``).
+        message: ``str()`` of the original exception.
+        traceback_text: the formatted remote traceback.
+        where: a short description of the actor (``"actor Foo, pid 123 on 127.0.0.1"``).
+
+    Returns:
+        An instance of both ``RemoteError`` and the original type when that type can be subclassed,
+        else a ``RemoteUserError`` whose message names the original type.
+    """
+    exc_type = type(original) if original is not None else _builtin_type(type_name)
+    sub = _remote_subclass(exc_type) if exc_type is not None else None
+    if sub is not None:
+        try:
+            exc = sub.__new__(sub)
+            exc.args = original.args if original is not None else (message,)
+            if original is not None and hasattr(original, "__dict__"):
+                exc.__dict__.update(original.__dict__)
+            exc.remote_traceback = traceback_text
+            exc.remote_where = where
+            exc.remote_type = type_name
+            return exc
+        except Exception:  # a type whose __new__ needs arguments, etc.
+            logger.debug("cannot rebuild remote exception of type %s", type_name, exc_info=True)
+    fallback = RemoteUserError(f"{type_name}: {message}\n\nRemote traceback ({where}):\n{traceback_text.rstrip()}")
+    fallback.remote_type = type_name
+    fallback.remote_traceback = traceback_text  # type: ignore[attr-defined]
+    return fallback
+
+
+def _builtin_type(type_name: str) -> type | None:
+    module, _, name = type_name.rpartition(".")
+    if module == "builtins":
+        obj = getattr(builtins, name, None)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            return obj
+    return None

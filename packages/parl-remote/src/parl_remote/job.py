@@ -1,0 +1,386 @@
+"""The job process: hosts one actor and serves its client's calls directly (point to point).
+
+A worker pre-spawns jobs (``python -m parl_remote.job ...``). A job binds a ROUTER socket, tells its
+worker it is ready, and waits. The client that was granted the job connects, sends ``INIT`` (the
+class, its arguments and the hash of the shipped files), then ``CALL`` / ``GET_ATTR`` / ``SET_ATTR``
+requests, which run **in order in the main thread**; replies carry the request ids. ``DELETE`` ends
+the job.
+
+Liveness needs no Python thread: libzmq answers the client's ZMTP heartbeats from its own I/O thread
+(no GIL), so a CPU-bound method never makes the actor look dead. The job exits when its client's
+connection stays closed for ``CLIENT_GONE_GRACE_S`` (client died), or when its worker disappears
+(``PR_SET_PDEATHSIG`` on Linux, and a parent-pid check while idle).
+
+Output: fd 1 and 2 are redirected to the actor's log file ``<log dir>/<actor id>.log``; what Python
+code prints is also forwarded to the client (``LOG`` notifications) unless the client turned it off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib
+import logging
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+import cloudpickle
+import zmq
+
+from parl_remote import config, files, protocol, serialization
+from parl_remote.protocol import Message, MsgType
+
+logger = logging.getLogger(__name__)
+
+_IDLE_POLL_MS = 100
+# exit codes, described by the worker (``worker.describe_exit``)
+EXIT_DELETED = 0
+EXIT_CLIENT_GONE = 3
+EXIT_WORKER_GONE = 4
+
+
+class _Tee:
+    """A text stream writing to the actor's log file and queueing text for the client."""
+
+    def __init__(self, log_file: Any, stream: str, pending: list | None) -> None:
+        self._file = log_file
+        self._stream = stream
+        self._pending = pending
+
+    def write(self, text: str) -> int:
+        self._file.write(text)
+        if self._pending is not None and text:
+            self._pending.append((self._stream, text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+def _set_parent_death_signal() -> None:
+    """Asks Linux to SIGKILL this process when its parent (the worker) dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        logger.debug("prctl(PR_SET_PDEATHSIG) unavailable")
+
+
+def _error_body(exc: BaseException, tb_text: str) -> dict:
+    try:
+        blob = pickle.dumps(exc, protocol=5)
+        pickle.loads(blob)  # exceptions whose __init__ signature breaks unpickling are sent by value-less form
+    except Exception:
+        try:
+            blob = cloudpickle.dumps(exc, protocol=5)
+        except Exception:
+            blob = None
+    etype = type(exc)
+    return {
+        "type": f"{etype.__module__}.{etype.__qualname__}",
+        "message": str(exc),
+        "traceback": tb_text,
+        "exception": blob,
+    }
+
+
+class Job:
+    """One job process (see the module docstring). Built and run by ``main``."""
+
+    def __init__(
+        self, worker_address: str, job_id: str, host: str, log_dir: str, cache_dir: str, token: str, worker_pid: int
+    ) -> None:
+        self.job_id = job_id
+        self.worker_pid = worker_pid
+        self.log_dir = log_dir
+        self.cache_dir = cache_dir
+        self.signer = protocol.Signer(token)
+        self.ctx = zmq.Context()
+        self.router = self.ctx.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 2000)
+        self.router.setsockopt(zmq.HEARTBEAT_IVL, int(config.get("ZMQ_HEARTBEAT_IVL_MS")))
+        self.router.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(config.get("ZMQ_HEARTBEAT_TIMEOUT_MS")))
+        self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        port = self.router.bind_to_random_port(f"tcp://{host}")
+        self.address = f"{host}:{port}"
+        self.monitor = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self.worker = self.ctx.socket(zmq.DEALER)
+        self.worker.setsockopt(zmq.LINGER, 500)
+        self.worker.setsockopt(zmq.IDENTITY, job_id.encode())
+        self.worker.connect(f"tcp://{worker_address}")
+        self.obj: Any = None
+        self.actor_id: str | None = None
+        self.class_name = ""
+        self.pending_output: list | None = None
+        self.client: bytes | None = None
+        self.peers = 0
+        self.alone_since: float | None = None
+        self.running = True
+        self.exit_code = EXIT_DELETED
+        self.handlers = {
+            MsgType.INIT: self.on_init,
+            MsgType.FILES: self.on_files,
+            MsgType.CALL: self.on_call,
+            MsgType.GET_ATTR: self.on_get_attr,
+            MsgType.SET_ATTR: self.on_set_attr,
+            MsgType.DELETE: self.on_delete,
+        }
+
+    # ----------------------------------------------------------------------------------------- loop
+    def run(self) -> None:
+        """Announces the job to its worker and serves until deleted or orphaned."""
+        protocol.send(
+            self.worker,
+            self.signer,
+            MsgType.JOB_READY,
+            0,
+            {"job_id": self.job_id, "address": self.address, "pid": os.getpid()},
+        )
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        poller.register(self.monitor, zmq.POLLIN)
+        while self.running:
+            ready = dict(poller.poll(_IDLE_POLL_MS))
+            if self.router in ready:
+                self._drain_router()
+            if self.monitor in ready:
+                self._on_monitor()
+            if not ready:
+                self._idle_checks()
+            self._flush_output()
+        self._shutdown()
+
+    def _drain_router(self) -> None:
+        for _ in range(1000):
+            try:
+                msg = protocol.recv(self.router, self.signer, has_identity=True)
+            except protocol.Notice:
+                continue
+            if msg is not None:
+                handler = self.handlers.get(msg.type)
+                if handler is None:
+                    logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
+                else:
+                    handler(msg)
+            if not self.running or not self.router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                return
+
+    def _on_monitor(self) -> None:
+        while self.monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            event = zmq.utils.monitor.recv_monitor_message(self.monitor)
+            if event["event"] == zmq.EVENT_ACCEPTED:
+                self.peers += 1
+                self.alone_since = None
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self.peers = max(0, self.peers - 1)
+                if self.peers == 0:
+                    self.alone_since = time.monotonic()
+
+    def _idle_checks(self) -> None:
+        if os.getppid() != self.worker_pid:
+            logger.warning("job %s: worker %d is gone, exiting", self.job_id, self.worker_pid)
+            self.running = False
+            self.exit_code = EXIT_WORKER_GONE
+        elif (
+            self.client is not None
+            and self.alone_since is not None
+            and time.monotonic() - self.alone_since > config.get("CLIENT_GONE_GRACE_S")
+        ):
+            print(f"[xparl] the client of actor {self.actor_id} disconnected; the actor ends", file=sys.stderr)
+            self.running = False
+            self.exit_code = EXIT_CLIENT_GONE
+
+    def _flush_output(self) -> None:
+        pending = self.pending_output
+        if not pending or self.client is None:
+            return
+        items = pending[:]
+        del pending[: len(items)]
+        try:
+            protocol.send(self.router, self.signer, MsgType.LOG, 0, items, identity=self.client, flags=zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
+
+    def _reply(self, msg: Message, body: Any = None, msg_type: MsgType = MsgType.REPLY) -> None:
+        self._flush_output()
+        try:
+            payload = serialization.dumps(body)
+        except Exception as exc:  # an unpicklable return value
+            msg_type = MsgType.ERROR
+            payload = serialization.dumps(_error_body(exc, traceback.format_exc()))
+        try:
+            protocol.send(self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload)
+        except zmq.ZMQError as exc:
+            logger.warning("job %s: cannot reply: %s", self.job_id, exc)
+
+    def _reply_error(self, msg: Message, exc: BaseException) -> None:
+        tb_text = traceback.format_exc()
+        body = _error_body(exc, tb_text)
+        self._reply(msg, body, MsgType.ERROR)
+        if self.actor_id is not None:
+            report = {k: body[k] for k in ("type", "message", "traceback")}
+            report.update(actor_id=self.actor_id, time=time.time())
+            try:
+                protocol.send(self.worker, self.signer, MsgType.ACTOR_FAILED_CALL, 0, report, flags=zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+
+    # ------------------------------------------------------------------------------------- handlers
+    def on_files(self, msg: Message) -> None:
+        body = msg.body()
+        try:
+            files.extract(self._cache_root(), body["files_hash"], body["files"])
+        except Exception as exc:
+            self._reply_error(msg, exc)
+            return
+        self._reply(msg, True)
+
+    def _cache_root(self) -> Any:
+        import pathlib
+
+        return pathlib.Path(self.cache_dir)
+
+    def on_init(self, msg: Message) -> None:
+        if self.obj is not None:
+            self._reply_error(msg, RuntimeError("this job already hosts an actor"))
+            return
+        body = msg.body()
+        files_hash = body.get("files_hash")
+        if files_hash:
+            folder = files.cached_dir(self._cache_root(), files_hash)
+            if folder is None:
+                self._reply(msg, files_hash, MsgType.NEED_FILES)
+                return
+            sys.path.insert(0, str(folder))
+            os.chdir(folder)
+        self.client = msg.identity
+        self.actor_id = body["actor_id"]
+        self._open_log(body.get("forward_output", True))
+        try:
+            cls = self._load_class(body)
+            self.class_name = cls.__name__
+            args, kwargs = body["args"]
+            self.obj = cls(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - reported to the client
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self._reply_error(msg, exc)
+            return
+        self._reply(msg, {"pid": os.getpid()})
+
+    def _load_class(self, body: dict) -> type:
+        ref = body.get("class_ref")
+        if ref is not None:
+            module_name, qualname = ref
+            try:
+                obj: Any = importlib.import_module(module_name)
+                for part in qualname.split("."):
+                    obj = getattr(obj, part)
+                original = getattr(obj, "_original", obj)
+                if isinstance(original, type):
+                    return original
+            except Exception:
+                if body.get("class_blob") is None:
+                    raise ImportError(
+                        f"cannot import {module_name}.{qualname} on the worker; ship its file with "
+                        "connect(distributed_files=[...]) or install it on the worker"
+                    ) from None
+        return cloudpickle.loads(body["class_blob"])
+
+    def _open_log(self, forward: bool) -> None:
+        os.makedirs(self.log_dir, exist_ok=True)
+        path = os.path.join(self.log_dir, f"{self.actor_id}.log")
+        log_file = open(path, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log_file.fileno(), 1)
+        os.dup2(log_file.fileno(), 2)
+        self.pending_output = [] if forward else None
+        sys.stdout = _Tee(log_file, "stdout", self.pending_output)
+        sys.stderr = _Tee(log_file, "stderr", self.pending_output)
+
+    def on_call(self, msg: Message) -> None:
+        try:
+            name, args, kwargs = msg.body()
+            result = getattr(self.obj, name)(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the actor stays alive; the caller gets the error
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self._reply_error(msg, exc)
+            return
+        self._reply(msg, result)
+
+    def on_get_attr(self, msg: Message) -> None:
+        try:
+            value = getattr(self.obj, msg.body())
+        except BaseException as exc:  # noqa: BLE001
+            self._reply_error(msg, exc)
+            return
+        self._reply(msg, value)
+
+    def on_set_attr(self, msg: Message) -> None:
+        try:
+            name, value = msg.body()
+            setattr(self.obj, name, value)
+        except BaseException as exc:  # noqa: BLE001
+            self._reply_error(msg, exc)
+            return
+        self._reply(msg, None)
+
+    def on_delete(self, msg: Message) -> None:
+        self._reply(msg, None)
+        self.running = False
+
+    def _shutdown(self) -> None:
+        self._flush_output()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        self.monitor.close(linger=0)
+        self.router.close()
+        self.worker.close()
+        self.ctx.term()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a job process (started by a worker, not by users)."""
+    parser = argparse.ArgumentParser(description="xparl job process (internal)")
+    parser.add_argument("--worker-address", required=True)
+    parser.add_argument("--job-id", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--log-dir", required=True)
+    parser.add_argument("--cache-dir", required=True)
+    parser.add_argument("--worker-pid", type=int, required=True)
+    args = parser.parse_args(argv)
+    _set_parent_death_signal()
+    if os.getppid() != args.worker_pid:
+        sys.exit(1)
+    token = os.environ.pop("XPARL_TOKEN", "")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s job %(process)d %(levelname)s %(message)s")
+    job = Job(args.worker_address, args.job_id, args.host, args.log_dir, args.cache_dir, token, args.worker_pid)
+    job.run()
+    os._exit(job.exit_code)
+
+
+if __name__ == "__main__":
+    main()

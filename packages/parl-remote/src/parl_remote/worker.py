@@ -1,0 +1,374 @@
+"""The worker process: one per machine; keeps a warm pool of job processes for its CPUs.
+
+A worker with ``cpu_num`` CPUs keeps ``cpu_num`` job processes: idle ones wait (already started,
+imports done) so creating an actor costs milliseconds; a busy one hosts an actor. When a job ends,
+the worker tells the master why (exit code or signal, memory limit, kill request) and starts a fresh
+one. It checks the resident memory of busy jobs against their ``max_memory`` with psutil, serves the
+actors' log files to the master, and heartbeats the master; when the master is lost it keeps its jobs
+running and re-registers (with back-off) until a master answers on the same address again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import psutil
+import zmq
+
+from parl_remote import __version__, config, protocol
+from parl_remote.protocol import Message, MsgType
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class JobProcess:
+    """A job process this worker started."""
+
+    job_id: str
+    popen: subprocess.Popen
+    address: str | None = None
+    actor_id: str | None = None
+    client_id: str | None = None
+    class_name: str = ""
+    max_memory_mb: float | None = None
+    kill_cause: str | None = None
+    started_at: float = field(default_factory=time.time)
+
+
+def describe_exit(returncode: int) -> str:
+    """A human description of a process's exit status (``-9`` -> ``"killed by signal 9 (SIGKILL)"``)."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown"
+        return f"killed by signal {-returncode} ({name})"
+    if returncode == 0:
+        return "deleted by its client"
+    if returncode == 3:
+        return "its client disconnected"
+    if returncode == 4:
+        return "its worker process ended"
+    return f"exited with code {returncode}"
+
+
+class Worker:
+    """See the module docstring. Built and run by ``main``.
+
+    Args:
+        master_address: ``host:port`` of the master.
+        cpu_num: number of job slots (default: the number of cores).
+        host: the address jobs bind and advertise to clients (loopback by default).
+        token: the cluster token.
+    """
+
+    def __init__(self, master_address: str, cpu_num: int | None, host: str, token: str) -> None:
+        self.master_address = master_address
+        self.cpu_num = int(cpu_num or os.cpu_count() or 1)
+        self.host = host
+        self.token = token
+        self.worker_id = "w-" + uuid.uuid4().hex[:10]
+        self.signer = protocol.Signer(token)
+        self.ctx = zmq.Context()
+        self.job_sock = self.ctx.socket(zmq.ROUTER)
+        self.job_sock.setsockopt(zmq.LINGER, 0)
+        port = self.job_sock.bind_to_random_port("tcp://127.0.0.1")
+        self.job_address = f"127.0.0.1:{port}"
+        self.master: zmq.Socket | None = None
+        self.jobs: dict[str, JobProcess] = {}
+        home = config.state_dir()
+        self.log_dir = home / "logs" / self.worker_id
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir = home / "cache" / "files"
+        self.boot_log = open(self.log_dir / "jobs.log", "ab")  # noqa: SIM115 - job start-up output
+        self.registered = False
+        self.last_master_reply = time.monotonic()
+        self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
+        self.next_heartbeat = 0.0
+        self.running = True
+        self.proc = psutil.Process()
+        self.handlers = {
+            MsgType.REPLY: self.on_master_reply,
+            MsgType.REREGISTER: self.on_reregister,
+            MsgType.ASSIGN_JOB: self.on_assign,
+            MsgType.KILL_JOB: self.on_kill,
+            MsgType.READ_LOG: self.on_read_log,
+        }
+        self.job_handlers = {
+            MsgType.JOB_READY: self.on_job_ready,
+            MsgType.ACTOR_FAILED_CALL: self.on_actor_failed_call,
+        }
+
+    # ------------------------------------------------------------------------------------- master
+    def _connect_master(self) -> None:
+        if self.master is not None:
+            self.master.close(linger=0)
+        self.master = self.ctx.socket(zmq.DEALER)
+        self.master.setsockopt(zmq.LINGER, 0)
+        self.master.setsockopt(zmq.IDENTITY, self.worker_id.encode() + b"-" + uuid.uuid4().hex[:6].encode())
+        self.master.connect(f"tcp://{self.master_address}")
+        self.registered = False
+        self._register()
+
+    def _register(self) -> None:
+        vacant = [
+            {"job_id": j.job_id, "address": j.address, "pid": j.popen.pid}
+            for j in self.jobs.values()
+            if j.address and j.actor_id is None
+        ]
+        busy = [
+            {
+                "job_id": j.job_id,
+                "address": j.address,
+                "pid": j.popen.pid,
+                "actor_id": j.actor_id,
+                "client_id": j.client_id,
+                "class_name": j.class_name,
+                "created_at": j.started_at,
+            }
+            for j in self.jobs.values()
+            if j.actor_id is not None
+        ]
+        body = {
+            "worker_id": self.worker_id,
+            "host": self.host,
+            "pid": os.getpid(),
+            "cpus_total": self.cpu_num,
+            "vacant_jobs": vacant,
+            "busy_jobs": busy,
+            "python": list(sys.version_info[:2]),
+            "version": __version__,
+            **self._metrics(),
+        }
+        self._send_master(MsgType.WORKER_REGISTER, body)
+
+    def _metrics(self) -> dict:
+        mem = psutil.virtual_memory()
+        return {
+            "memory_total_mb": mem.total / 2**20,
+            "memory_used_mb": (mem.total - mem.available) / 2**20,
+            "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else [0.0, 0.0, 0.0],
+        }
+
+    def _send_master(self, msg_type: MsgType, body: object, req_id: int = 0) -> None:
+        if self.master is None:
+            return
+        try:
+            protocol.send(self.master, self.signer, msg_type, req_id, body, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            pass
+
+    def on_master_reply(self, msg: Message) -> None:
+        self.registered = True
+
+    def on_reregister(self, msg: Message) -> None:
+        logger.info("master asked worker %s to register again", self.worker_id)
+        self._register()
+
+    def on_assign(self, msg: Message) -> None:
+        body = msg.body()
+        job = self.jobs.get(body["job_id"])
+        if job is None:
+            self._send_master(
+                MsgType.JOB_ENDED,
+                {
+                    "worker_id": self.worker_id,
+                    "job_id": body["job_id"],
+                    "actor_id": body["actor_id"],
+                    "cause": "the job had already ended",
+                },
+            )
+            return
+        job.actor_id = body["actor_id"]
+        job.client_id = body["client_id"]
+        job.class_name = body.get("class_name", "")
+        job.max_memory_mb = body.get("max_memory_mb")
+        job.started_at = time.time()
+
+    def on_kill(self, msg: Message) -> None:
+        body = msg.body()
+        job = self.jobs.get(body["job_id"])
+        if job is not None and job.popen.poll() is None:
+            job.kill_cause = body.get("cause", "killed by the master")
+            job.popen.kill()
+
+    def on_read_log(self, msg: Message) -> None:
+        body = msg.body()
+        actor_id = str(body["actor_id"])
+        if not actor_id.replace("-", "").isalnum():
+            result = {"error": f"invalid actor id {actor_id!r}"}
+        else:
+            path = self.log_dir / f"{actor_id}.log"
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(int(body.get("offset", 0)))
+                    data = fh.read(max(0, min(int(body.get("max_bytes", 65536)), 16 * 2**20)))
+                    result = {"data": data, "next_offset": fh.tell()}
+            except FileNotFoundError:
+                result = {"data": b"", "next_offset": int(body.get("offset", 0))}
+        self._send_master(MsgType.REPLY, result, req_id=msg.req_id)
+
+    # --------------------------------------------------------------------------------------- jobs
+    def _spawn_job(self) -> None:
+        job_id = "j-" + uuid.uuid4().hex[:12]
+        env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
+        cmd = [
+            sys.executable, "-m", "parl_remote.job",
+            "--worker-address", self.job_address,
+            "--job-id", job_id,
+            "--host", self.host,
+            "--log-dir", str(self.log_dir),
+            "--cache-dir", str(self.cache_dir),
+            "--worker-pid", str(os.getpid()),
+        ]  # fmt: skip
+        popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=self.boot_log, stderr=self.boot_log)
+        self.jobs[job_id] = JobProcess(job_id, popen)
+
+    def on_job_ready(self, msg: Message) -> None:
+        body = msg.body()
+        job = self.jobs.get(body["job_id"])
+        if job is None:
+            return
+        job.address = body["address"]
+        self._send_master(MsgType.JOB_READY, {"worker_id": self.worker_id, **body})
+
+    def on_actor_failed_call(self, msg: Message) -> None:
+        self._send_master(MsgType.ACTOR_FAILED_CALL, msg.body())
+
+    def _check_jobs(self) -> None:
+        for job in list(self.jobs.values()):
+            code = job.popen.poll()
+            if code is not None:
+                del self.jobs[job.job_id]
+                cause = job.kill_cause or describe_exit(code)
+                if job.actor_id is None and code != 0:
+                    logger.warning("idle job %s ended: %s (see %s)", job.job_id, cause, self.log_dir / "jobs.log")
+                self._send_master(
+                    MsgType.JOB_ENDED,
+                    {"worker_id": self.worker_id, "job_id": job.job_id, "actor_id": job.actor_id, "cause": cause},
+                )
+            elif job.actor_id is not None and job.max_memory_mb:
+                try:
+                    rss_mb = psutil.Process(job.popen.pid).memory_info().rss / 2**20
+                except psutil.Error:
+                    continue
+                if rss_mb > job.max_memory_mb:
+                    job.kill_cause = (
+                        f"exceeded max_memory={job.max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB); "
+                        "raise max_memory in @remote_class or use less memory"
+                    )
+                    job.popen.kill()
+        while len(self.jobs) < self.cpu_num and self.running:
+            self._spawn_job()
+
+    # --------------------------------------------------------------------------------------- loop
+    def run(self) -> None:
+        """Serves until SIGTERM; then stops its jobs."""
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
+        self._connect_master()
+        self._check_jobs()
+        poll_ms = int(config.get("WORKER_POLL_S") * 1000)
+        interval_s = config.get("HEARTBEAT_INTERVAL_S")
+        liveness = config.get("HEARTBEAT_LIVENESS")
+        while self.running:
+            poller = zmq.Poller()
+            poller.register(self.job_sock, zmq.POLLIN)
+            poller.register(self.master, zmq.POLLIN)
+            try:
+                ready = dict(poller.poll(poll_ms))
+            except zmq.ZMQError:
+                if not self.running:
+                    break
+                raise
+            if self.job_sock in ready:
+                self._drain(self.job_sock, self.job_handlers, has_identity=True)
+            if self.master in ready:
+                self.last_master_reply = time.monotonic()
+                self.reconnect_interval_s = interval_s
+                self._drain(self.master, self.handlers, has_identity=False)
+            self._check_jobs()
+            now = time.monotonic()
+            if now >= self.next_heartbeat:
+                self.next_heartbeat = now + interval_s
+                self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
+            if now - self.last_master_reply > max(interval_s * liveness, self.reconnect_interval_s):
+                logger.warning("master %s lost; reconnecting", self.master_address)
+                self.reconnect_interval_s = min(self.reconnect_interval_s * 2, config.get("RECONNECT_MAX_INTERVAL_S"))
+                self.last_master_reply = now
+                self._connect_master()
+        self._stop_jobs()
+
+    def _drain(self, sock: zmq.Socket, handlers: dict, has_identity: bool) -> None:
+        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            try:
+                msg = protocol.recv(sock, self.signer, has_identity=has_identity)
+            except protocol.Notice as notice:
+                logger.error("master refused worker %s: %s", self.worker_id, notice.text)
+                self.running = False
+                return
+            if msg is None:
+                continue
+            handler = handlers.get(msg.type)
+            if handler is None:
+                logger.warning("worker: unexpected message %s", msg.type.name)
+            else:
+                handler(msg)
+
+    def _stop_jobs(self) -> None:
+        for job in self.jobs.values():
+            if job.popen.poll() is None:
+                job.popen.terminate()
+        deadline = time.monotonic() + 2.0
+        for job in self.jobs.values():
+            try:
+                job.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                job.popen.kill()
+                job.popen.wait()
+        for sock in (self.master, self.job_sock):
+            if sock is not None:
+                sock.close(linger=0)
+        self.ctx.term()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a worker process (started by ``xparl start`` / ``xparl connect`` / ``connect()``)."""
+    parser = argparse.ArgumentParser(description="xparl worker process (internal; use `xparl connect`)")
+    parser.add_argument("--address", required=True, help="host:port of the master")
+    parser.add_argument("--cpu-num", type=int, default=None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
+    args = parser.parse_args(argv)
+    token = os.environ.pop("XPARL_TOKEN", "")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(process)d %(levelname)s %(message)s")
+    worker = Worker(args.address, args.cpu_num, args.host, token)
+    if args.parent_pid:
+        _exit_with_parent(worker, args.parent_pid)
+    worker.run()
+
+
+def _exit_with_parent(worker: Worker, parent_pid: int) -> None:
+    import threading
+
+    def watch() -> None:
+        while worker.running:
+            if not psutil.pid_exists(parent_pid) or os.getppid() != parent_pid:
+                worker.running = False
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True, name="xparl-parent-watch").start()
+
+
+if __name__ == "__main__":
+    main()
