@@ -90,6 +90,15 @@ def test_agent_requires_an_algorithm():
         parl_core.Agent(QNet())
 
 
+def test_agent_rejects_algorithm_holding_a_non_model():
+    class ParlStyle(parl_core.Algorithm):
+        def __init__(self, model):  # PARL's algorithms often skip Algorithm.__init__
+            self.model = model
+
+    with pytest.raises(TypeError, match=r"ParlStyle.model is a Linear, not a parl.Model"):
+        parl_core.Agent(ParlStyle(nn.Linear(2, 2)))
+
+
 def test_agent_converts_numpy_in_and_out():
     agent = make_agent()
     obs = np.zeros((3, 4), dtype=np.float64)  # float64 becomes float32

@@ -57,12 +57,17 @@ class Agent:
         algorithm: the algorithm to drive.
 
     Raises:
-        TypeError: ``algorithm`` is not a ``parl.Algorithm``.
+        TypeError: ``algorithm`` is not a ``parl.Algorithm``, or its ``model`` is not a ``parl.Model``.
     """
 
     def __init__(self, algorithm: Algorithm) -> None:
         if not isinstance(algorithm, Algorithm):
             raise TypeError(f"{type(self).__name__} expects a parl.Algorithm, got {type(algorithm).__name__}")
+        model = getattr(algorithm, "model", None)
+        if model is not None and not isinstance(model, Model):
+            # PARL-style algorithms often set self.model without calling Algorithm.__init__.
+            raise TypeError(f"{type(algorithm).__name__}.model is a {type(model).__name__}, not a parl.Model; "
+                            "define the network as `class MyModel(parl.Model)`")
         self.alg = algorithm
         self.training = True
 
