@@ -1,0 +1,345 @@
+"""Parameter back ends: what the agent perturbs and runs, for numpy, torch and paddle models.
+
+The agent only needs a flat float32 view of the model's trainable parameters and a forward pass, so each back
+end is a small adapter with ``get_flat() / set_flat(vec) / predict(x) / copy() / save(dir) / load(path)``:
+
+- :class:`NumpyBackend` wraps a numpy model: any object with ``get_weights() -> dict[str, ndarray]``,
+  ``set_weights(dict)`` and ``forward(x)`` (PARL's ``Model`` names), e.g. :class:`NumpyMLP`. Files: ``model.npz``.
+- :class:`TorchBackend` wraps a ``torch.nn.Module`` (its ``parameters()``; buffers are not perturbed).
+  Files: ``model.pt`` (``state_dict``).
+- :class:`PaddleBackend` wraps a ``paddle.nn.Layer``. Files: ``model.pdparams``.
+
+torch and paddle are imported only when a model of theirs is given.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NumpyMLP", "NumpyBackend", "TorchBackend", "PaddleBackend", "make_backend", "load_backend_from_file"]
+
+_ACTIVATIONS = {
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0),
+    "identity": lambda x: x,
+}
+_MLP_META_KEY = "__evokit_mlp__"
+
+
+class NumpyMLP:
+    """A multilayer perceptron in numpy, with PARL's ``Model`` weight API.
+
+    Weights are ``w{i}: float32 [in_i, out_i]`` and ``b{i}: float32 [out_i]``, initialised with
+    Glorot-uniform weights and zero biases from ``seed``.
+
+    Args:
+        layer_sizes: ``[obs_dim, hidden..., out_dim]`` (at least two entries).
+        activation: hidden activation, ``"tanh"`` (default), ``"relu"`` or ``"identity"``.
+        output_activation: output activation, default ``"identity"``.
+        seed: initialisation seed.
+
+    Raises:
+        ValueError: fewer than two sizes, a size < 1, or an unknown activation.
+    """
+
+    def __init__(self, layer_sizes: list[int] | tuple[int, ...], *, activation: str = "tanh",
+                 output_activation: str = "identity", seed: int = 0) -> None:
+        sizes = [int(s) for s in layer_sizes]
+        if len(sizes) < 2 or min(sizes) < 1:
+            raise ValueError(f"layer_sizes needs >= 2 positive sizes, got {layer_sizes}")
+        for name in (activation, output_activation):
+            if name not in _ACTIVATIONS:
+                raise ValueError(f"unknown activation {name!r}; use one of {sorted(_ACTIVATIONS)}")
+        self.layer_sizes = sizes
+        self.activation = activation
+        self.output_activation = output_activation
+        rng = np.random.default_rng(seed)
+        self.weights: dict[str, np.ndarray] = {}
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=False)):
+            limit = np.sqrt(6.0 / (fan_in + fan_out))
+            self.weights[f"w{i}"] = rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32)
+            self.weights[f"b{i}"] = np.zeros(fan_out, dtype=np.float32)
+
+    @property
+    def num_params(self) -> int:
+        """Total number of parameters."""
+        return sum(w.size for w in self.weights.values())
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Return copies of the weights, ``{name: float32 array}`` in layer order."""
+        return {k: v.copy() for k, v in self.weights.items()}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Set the weights from ``{name: array}`` with the same names and shapes.
+
+        Raises:
+            KeyError: a name is missing. ValueError: a shape differs.
+        """
+        for k, v in self.weights.items():
+            new = np.asarray(weights[k], dtype=np.float32)
+            if new.shape != v.shape:
+                raise ValueError(f"weight {k!r} has shape {new.shape}, expected {v.shape}")
+            self.weights[k] = new.copy()
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Run the network.
+
+        Args:
+            x: float32 [B, obs_dim] or [obs_dim].
+
+        Returns:
+            float32 [B, out_dim] (or [out_dim] for a 1-D input).
+        """
+        h = np.asarray(x, dtype=np.float32)
+        n_layers = len(self.layer_sizes) - 1
+        for i in range(n_layers):
+            h = h @ self.weights[f"w{i}"] + self.weights[f"b{i}"]
+            h = _ACTIVATIONS[self.activation if i < n_layers - 1 else self.output_activation](h)
+        return h
+
+    __call__ = forward
+
+    def forward_population(self, flat_params: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Run P parameter vectors at once, each on its own inputs (batched evaluation of a population).
+
+        Args:
+            flat_params: float32 [P, num_params], each row laid out as ``NumpyBackend.get_flat`` (w0, b0, w1, ...).
+            x: float32 [P, obs_dim] or [P, B, obs_dim] the inputs of each member.
+
+        Returns:
+            float32 [P, out_dim] or [P, B, out_dim].
+        """
+        flat_params = np.asarray(flat_params, dtype=np.float32)
+        h = np.asarray(x, dtype=np.float32)
+        squeeze = h.ndim == 2
+        if squeeze:
+            h = h[:, None, :]
+        pop = flat_params.shape[0]
+        pos = 0
+        n_layers = len(self.layer_sizes) - 1
+        for i, (fan_in, fan_out) in enumerate(zip(self.layer_sizes[:-1], self.layer_sizes[1:], strict=False)):
+            w = flat_params[:, pos:pos + fan_in * fan_out].reshape(pop, fan_in, fan_out)
+            pos += fan_in * fan_out
+            b = flat_params[:, pos:pos + fan_out]
+            pos += fan_out
+            h = np.matmul(h, w) + b[:, None, :]
+            h = _ACTIVATIONS[self.activation if i < n_layers - 1 else self.output_activation](h)
+        return h[:, 0, :] if squeeze else h
+
+    def meta(self) -> dict[str, Any]:
+        """The architecture, stored in saved ``.npz`` files so a model can be rebuilt without code."""
+        return {"layer_sizes": self.layer_sizes, "activation": self.activation,
+                "output_activation": self.output_activation}
+
+
+class NumpyBackend:
+    """Adapter for numpy models with ``get_weights`` / ``set_weights`` / ``forward``.
+
+    Args:
+        model: the model (e.g. :class:`NumpyMLP`).
+
+    Raises:
+        TypeError: the model lacks one of the three methods.
+    """
+
+    kind = "numpy"
+    filename = "model.npz"
+
+    def __init__(self, model: Any) -> None:
+        for name in ("get_weights", "set_weights", "forward"):
+            if not callable(getattr(model, name, None)):
+                raise TypeError(f"a numpy model needs a {name}() method (PARL's Model API); "
+                                f"{type(model).__name__} has none")
+        self.model = model
+        weights = model.get_weights()
+        self._names = list(weights)
+        self._shapes = [np.shape(weights[k]) for k in self._names]
+        self._sizes = [int(np.prod(s)) for s in self._shapes]
+
+    @property
+    def num_params(self) -> int:
+        return sum(self._sizes)
+
+    def get_flat(self) -> np.ndarray:
+        """float32 [num_params]: the weights concatenated in ``get_weights`` order."""
+        weights = self.model.get_weights()
+        return np.concatenate([np.asarray(weights[k], dtype=np.float32).ravel() for k in self._names])
+
+    def set_flat(self, flat: np.ndarray) -> None:
+        """Set the weights from a float32 [num_params] vector."""
+        out, pos = {}, 0
+        for name, shape, size in zip(self._names, self._shapes, self._sizes, strict=True):
+            out[name] = flat[pos:pos + size].reshape(shape)
+            pos += size
+        self.model.set_weights(out)
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.forward(features))
+
+    def copy(self) -> NumpyBackend:
+        return NumpyBackend(copy.deepcopy(self.model))
+
+    def save(self, directory: str) -> str:
+        path = os.path.join(directory, self.filename)
+        arrays = dict(self.model.get_weights())
+        meta = getattr(self.model, "meta", None)
+        if callable(meta):
+            arrays[_MLP_META_KEY] = np.asarray(json.dumps(meta()))
+        np.savez(path, **arrays)
+        return path
+
+    def load(self, path: str) -> None:
+        with np.load(path) as data:
+            self.model.set_weights({k: data[k] for k in data.files if k != _MLP_META_KEY})
+
+
+class TorchBackend:
+    """Adapter for a ``torch.nn.Module``; the flat vector covers ``parameters()`` (float32, CPU).
+
+    ``predict`` runs the module under ``torch.no_grad()`` on ``torch.as_tensor(features)`` and returns numpy.
+    """
+
+    kind = "torch"
+    filename = "model.pt"
+
+    def __init__(self, module: Any) -> None:
+        import torch
+
+        self.torch = torch
+        self.model = module
+        self._params = [p for p in module.parameters()]
+        if any(p.dtype != torch.float32 for p in self._params):
+            raise TypeError("TorchBackend supports float32 parameters only; call module.float() first")
+
+    @property
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self._params)
+
+    def get_flat(self) -> np.ndarray:
+        with self.torch.no_grad():
+            return self.torch.nn.utils.parameters_to_vector(self._params).cpu().numpy().astype(np.float32)
+
+    def set_flat(self, flat: np.ndarray) -> None:
+        with self.torch.no_grad():
+            vec = self.torch.from_numpy(np.ascontiguousarray(flat, dtype=np.float32))
+            self.torch.nn.utils.vector_to_parameters(vec.to(self._params[0].device), self._params)
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        with self.torch.no_grad():
+            x = self.torch.as_tensor(np.asarray(features, dtype=np.float32), device=self._params[0].device)
+            return self.model(x).cpu().numpy()
+
+    def copy(self) -> TorchBackend:
+        return TorchBackend(copy.deepcopy(self.model))
+
+    def save(self, directory: str) -> str:
+        path = os.path.join(directory, self.filename)
+        self.torch.save(self.model.state_dict(), path)
+        return path
+
+    def load(self, path: str) -> None:
+        state = self.torch.load(path, map_location="cpu", weights_only=True)
+        self.model.load_state_dict(state)
+
+
+class PaddleBackend:
+    """Adapter for a ``paddle.nn.Layer``; the flat vector covers ``parameters()`` (float32)."""
+
+    kind = "paddle"
+    filename = "model.pdparams"
+
+    def __init__(self, layer: Any) -> None:
+        import paddle
+
+        self.paddle = paddle
+        self.model = layer
+        self._params = list(layer.parameters())
+
+    @property
+    def num_params(self) -> int:
+        return sum(int(np.prod(p.shape)) for p in self._params)
+
+    def get_flat(self) -> np.ndarray:
+        return np.concatenate([p.numpy().astype(np.float32).ravel() for p in self._params])
+
+    def set_flat(self, flat: np.ndarray) -> None:
+        pos = 0
+        for p in self._params:
+            size = int(np.prod(p.shape))
+            p.set_value(np.asarray(flat[pos:pos + size], dtype=np.float32).reshape(p.shape))
+            pos += size
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        with self.paddle.no_grad():
+            return self.model(self.paddle.to_tensor(np.asarray(features, dtype=np.float32))).numpy()
+
+    def copy(self) -> PaddleBackend:
+        return PaddleBackend(copy.deepcopy(self.model))
+
+    def save(self, directory: str) -> str:
+        path = os.path.join(directory, self.filename)
+        self.paddle.save(self.model.state_dict(), path)
+        return path
+
+    def load(self, path: str) -> None:
+        self.model.set_state_dict(self.paddle.load(path))
+
+
+def make_backend(model: Any) -> NumpyBackend | TorchBackend | PaddleBackend:
+    """Pick the back end of ``model``: a torch Module, a paddle Layer, or a numpy model.
+
+    Raises:
+        TypeError: the model is none of these.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(model, torch.nn.Module):
+        return TorchBackend(model)
+    paddle = sys.modules.get("paddle")
+    if paddle is not None and isinstance(model, paddle.nn.Layer):
+        return PaddleBackend(model)
+    return NumpyBackend(model)
+
+
+def resolve_model_file(path: str, backend: Any | None) -> str:
+    """Return the model file for ``path`` (a file, or a directory holding ``model.npz|pt|pdparams``).
+
+    Raises:
+        FileNotFoundError: nothing matching exists.
+    """
+    if os.path.isfile(path):
+        return path
+    if os.path.isdir(path):
+        names = [backend.filename] if backend is not None else [b.filename for b in
+                                                               (NumpyBackend, TorchBackend, PaddleBackend)]
+        for name in names:
+            candidate = os.path.join(path, name)
+            if os.path.isfile(candidate):
+                return candidate
+        raise FileNotFoundError(f"no model file ({', '.join(names)}) in directory {path!r}; "
+                                "write one with save_inference_model(dir)")
+    raise FileNotFoundError(f"inference model not found: {path!r}")
+
+
+def load_backend_from_file(path: str) -> NumpyBackend:
+    """Rebuild a :class:`NumpyMLP` from an ``.npz`` saved by ``save_inference_model`` (it stores the architecture).
+
+    Raises:
+        ValueError: the file has no architecture record (pass ``model=`` to ``ESAgent`` instead).
+    """
+    if not path.endswith(".npz"):
+        raise ValueError(f"cannot rebuild a model from {path!r} without its code; pass model= (a torch Module, a "
+                         "paddle Layer or a numpy model) to ESAgent")
+    with np.load(path) as data:
+        if _MLP_META_KEY not in data.files:
+            raise ValueError(f"{path!r} holds weights only, no NumpyMLP architecture; pass model= to ESAgent")
+        meta = json.loads(str(data[_MLP_META_KEY]))
+    backend = NumpyBackend(NumpyMLP(meta["layer_sizes"], activation=meta["activation"],
+                                    output_activation=meta["output_activation"]))
+    backend.load(path)
+    return backend
