@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.torch._common import column, continuous_actions, obs_batch, positive, unit_interval
+from parl_algorithms.torch._common import adam, column, continuous_actions, obs_batch, positive, unit_interval
 from parl_core.torch import Algorithm, Model
 
 
@@ -34,9 +36,23 @@ class OffPolicyActorCritic(Algorithm):
         self.target_model = copy.deepcopy(model)
         for param in self.target_model.parameters():
             param.requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(list(self.model.get_actor_params()), lr=self.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(list(self.model.get_critic_params()), lr=self.critic_lr)
+        self.actor_optimizer = adam(list(self.model.get_actor_params()), lr=self.actor_lr)
+        self.critic_optimizer = adam(list(self.model.get_critic_params()), lr=self.critic_lr)
         self.last_info: dict[str, float] = {}
+        self._critic_params = list(self.model.get_critic_params())
+
+    @contextlib.contextmanager
+    def frozen_critic(self) -> Iterator[None]:
+        """Within the block the critic's parameters need no gradient (the actor step backpropagates
+        through the critic to the action only, which saves the critic's weight gradients)."""
+        flags = [p.requires_grad for p in self._critic_params]
+        for p in self._critic_params:
+            p.requires_grad_(False)
+        try:
+            yield
+        finally:
+            for p, flag in zip(self._critic_params, flags, strict=True):
+                p.requires_grad_(flag)
 
     def _batch(self, obs: Any, action: Any, reward: Any, next_obs: Any, terminal: Any) -> tuple[torch.Tensor, ...]:
         name = type(self).__name__

@@ -12,7 +12,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.torch._common import column, discrete_actions, obs_batch, positive
+from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["A2C"]
@@ -59,7 +59,7 @@ class A2C(Algorithm):
         if reduction not in ("sum", "mean"):
             raise ValueError(f"A2C: reduction must be 'sum' or 'mean', got {reduction!r}")
         self.reduction = reduction
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.learning_rate)
+        self.optimizer = adam(self.model.parameters(), lr=self.learning_rate)
         self.last_info: dict[str, float] = {}
 
     def _logits(self, obs: torch.Tensor) -> torch.Tensor:
@@ -143,8 +143,8 @@ class A2C(Algorithm):
         if self.max_grad_norm is not None:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         self.optimizer.step()
-        self.last_info = {"train/pi_loss": float(pi_loss), "train/vf_loss": float(vf_loss),
-                          "train/entropy": float(entropy)}
+        self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
+                          "train/entropy": float(entropy.detach())}
         return total_loss, pi_loss, vf_loss, entropy
 
     def get_info(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import positive, two_q
+from parl_algorithms.torch._common import adam, positive, two_q
 from parl_algorithms.torch.sac import SAC
 from parl_core.torch import Model
 
@@ -67,7 +67,7 @@ class CQL(SAC):
         self.lagrange_thresh = float(lagrange_thresh)
         if self.with_lagrange:
             self.log_alpha_prime = torch.zeros((), requires_grad=True)
-            self.alpha_prime_optimizer = torch.optim.Adam([self.log_alpha_prime], lr=self.critic_lr)
+            self.alpha_prime_optimizer = adam([self.log_alpha_prime], lr=self.critic_lr)
         self.current_steps = 0
 
     def _repeated_q(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -67,11 +67,13 @@ class DDPG(OffPolicyActorCritic):
         critic_loss.backward()
         self.critic_optimizer.step()
 
-        actor_loss = -flat_q(self.model.value(obs, self.model.policy(obs)), "DDPG").mean()
+        with self.frozen_critic():
+            actor_loss = -flat_q(self.model.value(obs, self.model.policy(obs)), "DDPG").mean()
         self.actor_optimizer.zero_grad()
         actor_loss.backward()
         self.actor_optimizer.step()
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": float(actor_loss),
+        self.last_info = {"train/critic_loss": float(critic_loss.detach()),
+                          "train/actor_loss": float(actor_loss.detach()),
                           "train/q_mean": float(q.detach().mean())}
         return critic_loss, actor_loss

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import column, discrete_actions, obs_batch, positive, unit_interval
+from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive, unit_interval
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["DQN", "DDQN"]
@@ -51,7 +51,7 @@ class DQN(Algorithm):
         self.loss_type = loss_type
         self.max_grad_norm = None if max_grad_norm is None else positive(max_grad_norm, "max_grad_norm", name, "10")
         self.target_model = copy.deepcopy(model)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.lr)
+        self.optimizer = adam(self.model.parameters(), lr=self.lr)
         self.last_info: dict[str, float] = {}
 
     def _q(self, model: Model, obs: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ import torch
 from torch.distributions import Categorical
 
 from parl_algorithms._validation import as_float_tensor, check_model_method
+from parl_algorithms.torch._common import adam
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["PolicyGradient"]
@@ -36,7 +37,7 @@ class PolicyGradient(Algorithm):
             raise ValueError(f"PolicyGradient needs a positive learning rate, got lr={lr!r}; "
                              "e.g. PolicyGradient(model, lr=1e-3)")
         self.lr = float(lr)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.lr)
+        self.optimizer = adam(self.model.parameters(), lr=self.lr)
 
     def _probs(self, obs: torch.Tensor) -> torch.Tensor:
         probs = self.model(obs)

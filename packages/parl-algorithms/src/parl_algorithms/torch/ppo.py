@@ -12,7 +12,7 @@ from torch.distributions import Categorical, Normal
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import column, continuous_actions, discrete_actions, obs_batch, positive
+from parl_algorithms.torch._common import adam, column, continuous_actions, discrete_actions, obs_batch, positive
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["PPO"]
@@ -69,7 +69,7 @@ class PPO(Algorithm):
         self.continuous_action = bool(continuous_action)
         self.target_kl = None if target_kl is None else positive(target_kl, "target_kl", "PPO", "0.02")
         self.kl_exceeded = False
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.initial_lr, eps=self.eps)
+        self.optimizer = adam(self.model.parameters(), lr=self.initial_lr, eps=self.eps)
         self.last_info: dict[str, float] = {}
 
     # -- distributions ---------------------------------------------------------------------------
@@ -201,7 +201,7 @@ class PPO(Algorithm):
             if self.max_grad_norm is not None:
                 nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
             self.optimizer.step()
-        result = (float(value_loss), float(action_loss), float(entropy_mean))
+        result = (float(value_loss.detach()), float(action_loss.detach()), float(entropy_mean.detach()))
         self.last_info = {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
                           "train/approx_kl": kl, "train/clip_fraction": clipfrac, "train/kl_exceeded": float(skip)}
         return result

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import obs_batch, positive, two_q
+from parl_algorithms.torch._common import adam, obs_batch, positive, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -59,7 +59,7 @@ class SAC(OffPolicyActorCritic):
         self.target_entropy = None if target_entropy is None else float(target_entropy)
         if self.with_automatic_entropy_tuning:
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
-            self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=lr)
+            self.alpha_optimizer = adam([self.log_alpha], lr=lr)
 
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
@@ -125,7 +125,8 @@ class SAC(OffPolicyActorCritic):
         critic_loss.backward()
         self.critic_optimizer.step()
 
-        actor_loss, log_prob = self._actor_loss(obs, action)
+        with self.frozen_critic():
+            actor_loss, log_prob = self._actor_loss(obs, action)
         self.actor_optimizer.zero_grad()
         actor_loss.backward()
         self.actor_optimizer.step()
@@ -138,7 +139,8 @@ class SAC(OffPolicyActorCritic):
             self.alpha_optimizer.step()
             self.alpha = float(self.log_alpha.detach().exp())
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": float(actor_loss),
+        self.last_info = {"train/critic_loss": float(critic_loss.detach()),
+                          "train/actor_loss": float(actor_loss.detach()),
                           "train/alpha": self.alpha, "train/entropy": float(-log_prob.detach().mean()),
                           "train/q_mean": float(q1.detach().mean())}
         return critic_loss, actor_loss

@@ -92,12 +92,13 @@ class TD3(OffPolicyActorCritic):
 
         actor_loss = torch.tensor(self._last_actor_loss)
         if self.total_it % self.policy_freq == 0:
-            actor_loss = -flat_q(self.model.Q1(obs, self.model.policy(obs)), "TD3").mean()
+            with self.frozen_critic():
+                actor_loss = -flat_q(self.model.Q1(obs, self.model.policy(obs)), "TD3").mean()
             self.actor_optimizer.zero_grad()
             actor_loss.backward()
             self.actor_optimizer.step()
             self.sync_target()
-            self._last_actor_loss = float(actor_loss)
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": self._last_actor_loss,
+            self._last_actor_loss = float(actor_loss.detach())
+        self.last_info = {"train/critic_loss": float(critic_loss.detach()), "train/actor_loss": self._last_actor_loss,
                           "train/q_mean": float(q1.detach().mean())}
         return critic_loss, actor_loss

@@ -1,0 +1,158 @@
+"""DQN (or Double DQN with --double) on gymnasium CartPole-v1 with parl.algorithms.DQN / DDQN.
+
+Algorithm box (Mnih et al. 2015; van Hasselt et al. 2016 for --double):
+
+    for each env step:
+        act epsilon-greedily (epsilon decays linearly to its final value over the first part of training)
+        store (s, a, r, s', terminated) in a ReplayMemory; reset on terminated or truncated
+        every `train_freq` steps: `gradient_steps` DQN.learn(...) on uniform minibatches
+        every `target_update` gradient steps: DQN.sync_target()
+        when the recent training return is close to the target: evaluate 10 greedy episodes
+    stop as soon as the evaluation mean reaches --target-return
+
+The hyperparameters follow rl-baselines3-zoo's CartPole-v1 DQN (a smaller network, see README).
+
+Usage::
+
+    python examples/dqn/train.py --seed 0 --logdir runs/dqn/seed0
+
+Writes ``<logdir>/summary.json`` and tensorboard scalars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.utils import ReplayMemory, summary
+
+GAMMA = 0.99
+LR = 2.3e-3
+BATCH_SIZE = 64
+MEMORY_SIZE = 100_000
+LEARNING_STARTS = 1_000
+TRAIN_FREQ = 256
+GRADIENT_STEPS = 128
+TARGET_UPDATE = 10  # gradient steps between target syncs
+EXPLORATION_FRACTION = 0.16
+FINAL_EPSILON = 0.04
+EVAL_EPISODES = 10
+EVAL_TRIGGER = 300.0  # evaluate once the mean of the last 5 training episodes reaches this
+
+
+class QNetwork(parl.Model):
+    """obs float32 [B, obs_dim] -> Q values float32 [B, num_actions]."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, num_actions))
+
+    def forward(self, obs):
+        return self.net(obs)
+
+
+def evaluate(alg, env_id: str, seed: int) -> float:
+    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (one per env)."""
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
+    with torch.no_grad():
+        while not done.all():
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).argmax(1).numpy()
+            obs, reward, terminated, truncated, _ = envs.step(action)
+            returns += reward * ~done
+            done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/dqn/<env>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=50_000)
+    parser.add_argument("--target-return", type=float, default=475.0)
+    parser.add_argument("--double", action="store_true", help="Double DQN (parl.algorithms.DDQN)")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+    logdir = args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    start = time.perf_counter()
+
+    env = gym.make(args.env)
+    obs_dim, num_actions = env.observation_space.shape[0], int(env.action_space.n)
+    algo_cls = parl.algorithms.DDQN if args.double else parl.algorithms.DQN
+    alg = algo_cls(QNetwork(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0)
+    memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
+
+    obs, _ = env.reset(seed=args.seed)
+    ep_return, recent, grad_steps = 0.0, [], 0
+    eval_mean, reached_at, step = float("-inf"), None, 0
+    decay_steps = EXPLORATION_FRACTION * args.total_steps
+    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    for step in range(1, args.total_steps + 1):
+        epsilon = max(FINAL_EPSILON, 1.0 - (1.0 - FINAL_EPSILON) * step / decay_steps)
+        if rng.random() < epsilon:
+            action = int(rng.integers(num_actions))
+        else:
+            with torch.no_grad():
+                action = int(alg.predict(torch.as_tensor(obs[None], dtype=torch.float32)).argmax())
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        memory.append(obs, action, reward, next_obs, terminated)
+        ep_return += reward
+        obs = next_obs
+        if terminated or truncated:
+            recent = (recent + [ep_return])[-5:]
+            summary.add_scalar("train/episode_return", ep_return, step)
+            obs, _ = env.reset()
+            ep_return = 0.0
+
+        if step >= LEARNING_STARTS and step % TRAIN_FREQ == 0:
+            for _ in range(GRADIENT_STEPS):
+                b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
+                loss = alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
+                                 torch.from_numpy(b_next), torch.from_numpy(b_term))
+                grad_steps += 1
+                if grad_steps % TARGET_UPDATE == 0:
+                    alg.sync_target()
+            summary.add_scalar("train/loss", float(loss.detach()), step)
+            summary.add_scalar("train/q_mean", alg.last_info["train/q_mean"], step)
+            summary.add_scalar("train/epsilon", epsilon, step)
+            bar.update(TRAIN_FREQ)
+            bar.set_postfix(train_return=f"{np.mean(recent) if recent else 0:.1f}", eval=f"{eval_mean:.1f}")
+            if len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER:
+                eval_mean = evaluate(alg, args.env, args.seed)
+                summary.add_scalar("eval/return_mean", eval_mean, step)
+                if eval_mean >= args.target_return:
+                    reached_at = (step, time.perf_counter() - start)
+                    break
+    bar.close()
+    if reached_at is None:
+        eval_mean = evaluate(alg, args.env, args.seed)
+    wall = time.perf_counter() - start
+    result = {"env": args.env, "algorithm": algo_cls.__name__, "seed": args.seed, "eval_return_mean": eval_mean,
+              "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),
+              "target_return": args.target_return, "reached": reached_at is not None, "gradient_steps": grad_steps}
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

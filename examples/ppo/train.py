@@ -1,0 +1,218 @@
+"""PPO on gymnasium CartPole-v1 (discrete) or Pendulum-v1 (continuous) with parl.algorithms.PPO.
+
+Algorithm box (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"):
+
+    for each update:
+        collect T steps from N synchronous envs with the current policy (log-probs, values)
+        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs)
+        for epoch in 1..K: for each minibatch: PPO.learn(...)  (clipped surrogate + clipped value loss)
+        every update once the training return is close to the target: evaluate 10 deterministic episodes
+    stop as soon as the evaluation mean reaches --target-return
+
+Usage::
+
+    python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0
+    python examples/ppo/train.py --env Pendulum-v1 --seed 0 --logdir runs/ppo/pendulum-s0
+
+Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
+tensorboard scalars (``train/*``, ``eval/return_mean``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.utils import compute_gae, summary
+
+# Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; Pendulum: tuned here).
+CONFIGS = {
+    "CartPole-v1": dict(num_envs=8, n_steps=32, minibatch_size=256, epochs=20, gamma=0.98, gae_lambda=0.8,
+                        lr=1e-3, clip_param=0.2, entropy_coef=0.0, total_steps=100_000, target_return=475.0,
+                        eval_trigger=400.0, reward_scale=1.0, hidden=64),
+    "Pendulum-v1": dict(num_envs=8, n_steps=256, minibatch_size=256, epochs=10, gamma=0.9, gae_lambda=0.95,
+                        lr=1e-3, clip_param=0.2, entropy_coef=0.0, total_steps=200_000, target_return=-250.0,
+                        eval_trigger=-400.0, reward_scale=0.1, hidden=64),
+}
+EVAL_EPISODES = 10
+
+
+def mlp(inp: int, out: int, hidden: int, out_gain: float) -> nn.Sequential:
+    layers = [nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, out)]
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
+            nn.init.zeros_(layer.bias)
+    nn.init.orthogonal_(layers[-1].weight, gain=out_gain)
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(parl.Model):
+    """Separate actor and critic MLPs.
+
+    ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, log_std)`` [B, act_dim] /
+    [act_dim] (continuous); ``value(obs)``: float32 [B, 1].
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, continuous: bool, hidden: int):
+        super().__init__()
+        self.continuous = continuous
+        self.actor = mlp(obs_dim, act_dim, hidden, out_gain=0.01)
+        self.critic = mlp(obs_dim, 1, hidden, out_gain=1.0)
+        if continuous:
+            self.log_std = nn.Parameter(torch.zeros(act_dim))
+
+    def policy(self, obs):
+        out = self.actor(obs)
+        return (out, self.log_std) if self.continuous else out
+
+    def value(self, obs):
+        return self.critic(obs)
+
+
+def evaluate(alg: parl.algorithms.PPO, env_id: str, seed: int, action_scale: float | None) -> float:
+    """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns = np.zeros(EVAL_EPISODES)
+    done = np.zeros(EVAL_EPISODES, dtype=bool)
+    with torch.no_grad():
+        while not done.all():
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            if action_scale is not None:
+                action = np.clip(action, -1.0, 1.0) * action_scale
+            obs, reward, terminated, truncated, _ = envs.step(action)
+            returns += reward * ~done
+            done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="CartPole-v1", choices=sorted(CONFIGS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/ppo/<env>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
+    parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = parser.parse_args()
+    cfg = dict(CONFIGS[args.env])
+    total_steps = args.total_steps or cfg["total_steps"]
+    target = cfg["target_return"] if args.target_return is None else args.target_return
+    logdir = args.logdir or os.path.join("runs", "ppo", f"{args.env}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    start = time.perf_counter()
+
+    n, t_len = cfg["num_envs"], cfg["n_steps"]
+    envs = gym.make_vec(args.env, num_envs=n, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    continuous = isinstance(envs.single_action_space, gym.spaces.Box)
+    obs_dim = envs.single_observation_space.shape[0]
+    act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
+    action_scale = float(envs.single_action_space.high[0]) if continuous else None
+    model = ActorCritic(obs_dim, act_dim, continuous, cfg["hidden"])
+    alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=0.5,
+                              entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
+                              use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous)
+
+    obs_buf = torch.zeros(t_len, n, obs_dim)
+    act_buf = torch.zeros((t_len, n, act_dim) if continuous else (t_len, n), dtype=torch.float32 if continuous
+                          else torch.long)
+    logp_buf = torch.zeros(t_len, n)
+    val_buf = np.zeros((t_len, n), np.float32)
+    next_val_buf = np.zeros((t_len, n), np.float32)
+    rew_buf = np.zeros((t_len, n), np.float32)
+    term_buf = np.zeros((t_len, n), bool)
+    trunc_buf = np.zeros((t_len, n), bool)
+
+    obs, _ = envs.reset(seed=args.seed)
+    ep_return = np.zeros(n)
+    recent: list[float] = []
+    steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
+    num_updates = total_steps // (n * t_len)
+    bar = tqdm(total=total_steps, disable=args.no_progress, unit="step")
+    for updates in range(1, num_updates + 1):
+        frac = 1.0 - (updates - 1) / num_updates
+        lr, alg.clip_param = cfg["lr"] * frac, max(cfg["clip_param"] * frac, 1e-3)
+        with torch.no_grad():
+            for t in range(t_len):
+                obs_t = torch.as_tensor(obs, dtype=torch.float32)
+                value, action, logp, _ = alg.sample(obs_t)
+                obs_buf[t], act_buf[t], logp_buf[t] = obs_t, action, logp
+                val_buf[t] = value.numpy()[:, 0]
+                env_action = action.numpy()
+                if continuous:
+                    env_action = np.clip(env_action, -1.0, 1.0) * action_scale
+                obs, reward, terminated, truncated, info = envs.step(env_action)
+                rew_buf[t], term_buf[t], trunc_buf[t] = reward * cfg["reward_scale"], terminated, truncated
+                ep_return += reward
+                done = terminated | truncated
+                if done.any():
+                    # SAME_STEP autoreset: `obs` already holds the reset observation; bootstrap from final_obs
+                    final = np.stack([info["final_obs"][i] if d else obs[i] for i, d in enumerate(done)])
+                    next_val_buf[t] = alg.value(torch.as_tensor(final, dtype=torch.float32)).numpy()[:, 0]
+                    recent.extend(ep_return[done].tolist())
+                    ep_return[done] = 0.0
+                if t > 0:
+                    idx = ~(term_buf[t - 1] | trunc_buf[t - 1])
+                    next_val_buf[t - 1][idx] = val_buf[t][idx]
+            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()[:, 0]
+        idx = ~(term_buf[-1] | trunc_buf[-1])
+        next_val_buf[-1][idx] = last_value[idx]
+        steps += n * t_len
+        adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
+                               gae_lambda=cfg["gae_lambda"])
+
+        b_obs, b_act, b_logp = obs_buf.reshape(n * t_len, obs_dim), act_buf.flatten(0, 1), logp_buf.flatten()
+        b_adv, b_ret = torch.as_tensor(adv).flatten(), torch.as_tensor(ret).flatten()
+        b_val = torch.as_tensor(val_buf).flatten()
+        mb = cfg["minibatch_size"]
+        for _ in range(cfg["epochs"]):
+            perm = torch.randperm(n * t_len)
+            for i in range(0, n * t_len, mb):
+                j = perm[i:i + mb]
+                alg.learn(b_obs[j], b_act[j], b_val[j], b_ret[j], b_logp[j], b_adv[j], lr=lr)
+
+        recent = recent[-10:]
+        train_mean = float(np.mean(recent)) if recent else float("nan")
+        for key, value in alg.last_info.items():
+            summary.add_scalar(key, value, steps)
+        summary.add_scalar("train/episode_return", train_mean, steps)
+        bar.update(n * t_len)
+        bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
+        if recent and train_mean >= cfg["eval_trigger"]:
+            eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+            summary.add_scalar("eval/return_mean", eval_mean, steps)
+            if eval_mean >= target:
+                reached_at = (steps, time.perf_counter() - start)
+                break
+    bar.close()
+    if reached_at is None:
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+    wall = time.perf_counter() - start
+    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+              "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
+              "reached": reached_at is not None, "updates": updates}
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
