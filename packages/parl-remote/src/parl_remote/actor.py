@@ -70,8 +70,7 @@ class ActorConnection:
         self.signer = client.signer
         self.sock = client.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 1000)
-        self.sock.setsockopt(zmq.HEARTBEAT_IVL, int(config.get("ZMQ_HEARTBEAT_IVL_MS")))
-        self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(config.get("ZMQ_HEARTBEAT_TIMEOUT_MS")))
+        config.set_keepalive(self.sock)
         self.sock.setsockopt(zmq.RECONNECT_IVL, 100)
         self.monitor = self.sock.get_monitor_socket(_MONITOR_EVENTS)
         self.sock.connect(f"tcp://{self.address}")

@@ -224,7 +224,8 @@ def _pid_file_alive(path: pathlib.Path) -> bool:
         return False
     try:
         proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE and "parl_remote" in " ".join(proc.cmdline())
+        cmdline = " ".join(proc.cmdline())
+        return proc.status() != psutil.STATUS_ZOMBIE and ("parl_remote" in cmdline or "parl_monitor" in cmdline)
     except psutil.Error:
         return False
 
@@ -244,7 +245,7 @@ def stop_recorded(cluster_dir: pathlib.Path, timeout_s: float = 5.0) -> list[int
     for path in pid_files:
         if not path.exists():
             continue
-        if _pid_file_alive(path):
+        if _pid_file_alive(path) and _read_pid(path) not in [p.pid for p in procs]:
             proc = psutil.Process(_read_pid(path))
             try:
                 proc.terminate()

@@ -116,8 +116,7 @@ class Job:
         self.ctx = zmq.Context()
         self.router = self.ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 2000)
-        self.router.setsockopt(zmq.HEARTBEAT_IVL, int(config.get("ZMQ_HEARTBEAT_IVL_MS")))
-        self.router.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(config.get("ZMQ_HEARTBEAT_TIMEOUT_MS")))
+        config.set_keepalive(self.router)
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         port = self.router.bind_to_random_port(f"tcp://{host}")
         self.address = f"{host}:{port}"

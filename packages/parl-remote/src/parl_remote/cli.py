@@ -1,0 +1,227 @@
+"""``xparl``: start, join, inspect and stop clusters (click).
+
+- ``xparl start --port P [--cpu-num N] [--monitor-port M] [--host H] [--token T]``: a master and a local
+  worker, in the background; pid files, the token (mode 0600) and ``info.json`` go to
+  ``<state dir>/clusters/<P>/`` (``$XPARL_HOME``, default ``~/.parl``).
+- ``xparl connect --address A [--cpu-num N] [--token T] [--host H]``: add a worker from any machine.
+- ``xparl status [--address A]``: ask each master (recorded locally, or the given one).
+- ``xparl stop [--port P]``: stop the clusters this user started, through their pid files only.
+
+PARL's underscore spellings (``--cpu_num``, ``--monitor_port``) are accepted as aliases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import click
+
+from parl_remote import __version__, cluster, config, monitor_hook
+from parl_remote.errors import RemoteError
+
+
+def _wait_ready(address: str, token: str, cpus: int | None, timeout_s: float) -> dict:
+    from parl_remote.cluster_client import ClusterClient
+
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    client = ClusterClient(address, token=token, timeout_s=1.0)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                status = client.status()
+                if cpus is None or status["cpus"]["total"] >= cpus:
+                    return status
+            except RemoteError as exc:
+                last = exc
+            time.sleep(0.1)
+    finally:
+        client.close()
+    raise click.ClickException(f"the cluster at {address} did not become ready within {timeout_s:g} s ({last})")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xparl")
+def main() -> None:
+    """xparl: the cluster of PARL's remote actors (@parl.remote_class)."""
+
+
+@main.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=8010, show_default=True, help="Master port.")
+@click.option(
+    "--cpu-num",
+    "--cpu_num",
+    "cpu_num",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPUs (job slots) of the local worker  [default: number of cores]",
+)
+@click.option(
+    "--monitor-port",
+    "--monitor_port",
+    "monitor_port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Port of the web monitor  [default: port + 100]",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.",
+)
+@click.option("--token", default=None, help="Cluster token  [default: a new random one]")
+@click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
+def start(
+    port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, no_monitor: bool
+) -> None:
+    """Start a master and a local worker in the background."""
+    cdir = config.cluster_dir(port)
+    for info in cluster.recorded_clusters():
+        if info["port"] == port and info["alive"]:
+            raise click.ClickException(
+                f"a cluster already runs on port {port}; stop it with `xparl stop --port {port}`"
+            )
+    monitor_port = monitor_port or (port + monitor_hook.MONITOR_PORT_OFFSET if port <= 65435 else None)
+    local = cluster.LocalCluster(
+        cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir
+    )
+    try:
+        local.start()
+    except RuntimeError as exc:
+        raise click.ClickException(f"{exc} (is port {port} free?)") from exc
+    cluster.record(local, cdir)
+    _wait_ready(local.address, local.token, local.cpu_num, timeout_s=20.0)
+    click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs")
+    click.echo(f"  token: {cdir / 'token'} (readable by you only; local clients find it)")
+    click.echo(f"  connect from Python: parl.connect('{local.address}')")
+    click.echo(
+        f"  add CPUs from another machine: xparl connect --address <this host's IP>:{port} --token <token>"
+        + ("" if host != "127.0.0.1" else "  (start with --host 0.0.0.0 to accept other machines)")
+    )
+    click.echo(f"  logs: {cdir}")
+    if monitor_port and not no_monitor:
+        pid = monitor_hook.start_monitor(local.address, monitor_port, local.token, cdir, local.master.pid)
+        if pid is None:
+            click.echo("  monitor: not started (install parl-monitor)")
+        else:
+            click.echo(f"  monitor: http://127.0.0.1:{monitor_port}")
+    click.echo(f"  stop: xparl stop --port {port}")
+
+
+@main.command(name="connect")
+@click.option("--address", required=True, help="host:port of the cluster's master.")
+@click.option(
+    "--cpu-num",
+    "--cpu_num",
+    "cpu_num",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPUs (job slots) of this worker  [default: number of cores]",
+)
+@click.option("--token", default=None, envvar="XPARL_TOKEN", help="Cluster token (also XPARL_TOKEN).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address of this machine that clients can reach (jobs bind it).",
+)
+def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str) -> None:
+    """Add a worker with this machine's CPUs to a running cluster."""
+    from parl_remote.client import parse_address, resolve_token
+
+    try:
+        _, port = parse_address(address)
+        token = resolve_token(address, token)
+    except (ValueError, RemoteError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        before = _wait_ready(address, token, None, timeout_s=5.0)["cpus"]["total"]
+    except click.ClickException as exc:
+        raise click.ClickException(f"cannot reach the master at {address}: {exc.message}") from exc
+    cdir = config.cluster_dir(port)
+    cmd = [sys.executable, "-m", "parl_remote.worker", "--address", address, "--host", host]
+    if cpu_num:
+        cmd += ["--cpu-num", str(cpu_num)]
+    with open(cdir / "worker-connect.log", "ab") as log:
+        proc = subprocess.Popen(
+            cmd,
+            env=dict(os.environ, XPARL_TOKEN=token, XPARL="True"),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    (cdir / f"worker-{proc.pid}.pid").write_text(str(proc.pid))
+    n = cpu_num or os.cpu_count() or 1
+    _wait_ready(address, token, before + n, timeout_s=20.0)
+    click.echo(f"worker (pid {proc.pid}) added {n} CPUs to the cluster at {address}")
+
+
+def _status_line(address: str, status: dict) -> str:
+    cpus = status["cpus"]
+    alive = sum(1 for a in status["actors"] if a["state"] == "alive")
+    line = (
+        f"Cluster {address}: {len(status['workers'])} workers, {cpus['used']} used CPUs, {cpus['vacant']} vacant "
+        f"CPUs, {len(status['clients'])} clients, {alive} actors"
+    )
+    monitor_port = status["master"].get("monitor_port")
+    if monitor_port:
+        line += f"; monitor http://{address.rpartition(':')[0]}:{monitor_port}"
+    return line
+
+
+@main.command()
+@click.option("--address", default=None, help="host:port of a master  [default: every cluster started here]")
+@click.option("--token", default=None, envvar="XPARL_TOKEN", help="Cluster token (for --address).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print the full status as JSON.")
+def status(address: str | None, token: str | None, as_json: bool) -> None:
+    """Show workers, used / vacant CPUs, clients and actors of each cluster."""
+    from parl_remote.cluster_client import ClusterClient
+
+    targets = [address] if address else [c["address"] for c in cluster.recorded_clusters() if c["alive"]]
+    if not targets:
+        click.echo("No xparl cluster started by this user is running (start one with `xparl start`).")
+        return
+    failures = []
+    for target in targets:
+        try:
+            with ClusterClient(target, token=token, timeout_s=3.0) as client:
+                result = client.status()
+        except (ValueError, RemoteError) as exc:
+            failures.append(f"{target}: {exc}")
+            continue
+        click.echo(json.dumps(result, indent=1) if as_json else _status_line(target, result))
+    if failures:
+        raise click.ClickException("; ".join(failures))
+
+
+@main.command()
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Stop only the cluster of this master port  [default: all clusters started by this user]",
+)
+def stop(port: int | None) -> None:
+    """Stop clusters started by this user (by their pid files; never by process name)."""
+    root = config.state_dir() / "clusters"
+    dirs = [root / str(port)] if port else (sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else [])
+    stopped = 0
+    for cdir in dirs:
+        if not cdir.exists():
+            continue
+        pids = cluster.stop_recorded(cdir)
+        if pids:
+            stopped += 1
+            click.echo(f"stopped the cluster on port {cdir.name} (pids {', '.join(map(str, pids))})")
+    if not stopped:
+        click.echo("No running xparl cluster found" + (f" on port {port}." if port else "."))
+
+
+if __name__ == "__main__":
+    main()
