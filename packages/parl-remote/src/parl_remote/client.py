@@ -12,6 +12,7 @@ import atexit
 import itertools
 import logging
 import os
+import pathlib
 import socket
 import sys
 import threading
@@ -20,6 +21,7 @@ import uuid
 import weakref
 from typing import Any
 
+import cloudpickle
 import zmq
 
 from parl_remote import config, files, protocol, serialization
@@ -36,6 +38,34 @@ from parl_remote.protocol import MsgType
 logger = logging.getLogger(__name__)
 
 _CLASS_CACHE: dict[type, tuple[Any, bytes | None]] = {}
+
+
+def _importable_remotely(module: Any) -> bool:
+    """True when a job can import ``module`` itself: shipped with the entry directory, or installed."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    resolved = pathlib.Path(path).resolve()
+    entry = files.entry_directory()
+    if entry is not None and entry in resolved.parents:
+        return True
+    prefixes = {pathlib.Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}
+    if any(p in resolved.parents for p in prefixes):
+        return True
+    top = module.__name__.partition(".")[0]
+    return top in _installed_top_levels()
+
+
+_TOP_LEVELS: set[str] | None = None
+
+
+def _installed_top_levels() -> set[str]:
+    global _TOP_LEVELS
+    if _TOP_LEVELS is None:
+        import importlib.metadata
+
+        _TOP_LEVELS = set(importlib.metadata.packages_distributions())
+    return _TOP_LEVELS
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -225,22 +255,31 @@ class Client:
             self._files = (files.bundle_hash(bundle) if bundle else "", bundle)
         return self._files
 
-    @staticmethod
-    def _class_parts(cls: type) -> tuple[Any, bytes | None]:
+    def _class_parts(self, cls: type) -> tuple[Any, bytes | None]:
+        """How the class travels: ``(module, qualname)`` when the job can import it, else by value.
+
+        A class is sent by reference when its module is shipped (under the entry script's directory) or
+        installed (site-packages, or an installed distribution's package); otherwise its whole module is
+        pickled by value with cloudpickle (classes in ``__main__``, notebooks, test modules, local files).
+        """
         cached = _CLASS_CACHE.get(cls)
         if cached is not None:
             return cached
+        module = sys.modules.get(cls.__module__)
         ref = None
-        if cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__:
-            module = sys.modules.get(cls.__module__)
-            if module is not None and getattr(module, "__file__", None):
+        if module is not None and cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__:
+            if _importable_remotely(module):
                 ref = (cls.__module__, cls.__qualname__)
-        try:
-            blob = serialization.dumps_code(cls)
-        except RemoteError:
-            if ref is None:
-                raise
-            blob = None
+        blob = None
+        if ref is None:
+            by_value = module is not None and cls.__module__ != "__main__" and getattr(module, "__file__", None)
+            if by_value:
+                cloudpickle.register_pickle_by_value(module)
+            try:
+                blob = serialization.dumps_code(cls)
+            finally:
+                if by_value:
+                    cloudpickle.unregister_pickle_by_value(module)
         _CLASS_CACHE[cls] = (ref, blob)
         return ref, blob
 

@@ -52,20 +52,6 @@ class RemoteProxy:
         actor = self.__dict__.get("_xparl_actor")
         if actor is None:
             raise AttributeError(f"{name!r}: the remote object was not created")
-        if name in type(self)._xparl_methods:
-            if type(self)._xparl_options.get("wait", True):
-
-                def method(*args: Any, **kwargs: Any) -> Any:
-                    return actor.call(name, args, kwargs)
-
-            else:
-
-                def method(*args: Any, **kwargs: Any) -> Any:
-                    return actor.submit(name, args, kwargs)
-
-            method.__name__ = name
-            object.__setattr__(self, name, method)  # cached: later lookups skip __getattr__
-            return method
         return actor.get_attr(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -87,6 +73,22 @@ class RemoteProxy:
         return f"<remote {type(self)._original.__qualname__} {where}>"
 
 
+def _remote_method(name: str, wait: bool) -> Any:
+    """A proxy method (bound to the proxy, so the proxy lives at least until the call is sent)."""
+    if wait:
+
+        def method(self: RemoteProxy, *args: Any, **kwargs: Any) -> Any:
+            return self.__dict__["_xparl_actor"].call(name, args, kwargs)
+
+    else:
+
+        def method(self: RemoteProxy, *args: Any, **kwargs: Any) -> Any:
+            return self.__dict__["_xparl_actor"].submit(name, args, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def _make_proxy(cls: type, options: dict) -> type:
     if not isinstance(cls, type):
         raise TypeError(f"@remote_class decorates classes, got {cls!r}")
@@ -100,6 +102,9 @@ def _make_proxy(cls: type, options: dict) -> type:
         "__qualname__": cls.__qualname__,
         "__doc__": cls.__doc__,
     }
+    for name in namespace["_xparl_methods"]:
+        if not name.startswith(RESERVED_PREFIX):
+            namespace[name] = _remote_method(name, options.get("wait", True))
     return type(cls.__name__, (RemoteProxy,), namespace)
 
 

@@ -1,0 +1,156 @@
+"""Blocking actors: calls, attributes, exceptions, serialization errors, output forwarding."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import parl_remote as xparl
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@xparl.remote_class
+class Counter:
+    """A test actor."""
+
+    def __init__(self, start=0, step=1):
+        self.count = start
+        self.step = step
+
+    def add(self, k=None):
+        self.count += self.step if k is None else k
+        return self.count
+
+    def echo(self, *args, **kwargs):
+        return args, kwargs
+
+    def divide(self, a, b):
+        return a / b
+
+    def raise_custom(self):
+        raise CustomError("bad", 7)
+
+    def raise_unpicklable(self):
+        raise UnpicklableError()
+
+    def talk(self, text):
+        print(text)
+        return len(text)
+
+    def return_lock(self):
+        return threading.Lock()
+
+    @property
+    def doubled(self):
+        return self.count * 2
+
+    @staticmethod
+    def static_add(a, b):
+        return a + b
+
+
+class CustomError(Exception):
+    def __init__(self, message, code):
+        super().__init__(message, code)
+        self.code = code
+
+
+class UnpicklableError(Exception):
+    def __init__(self):
+        super().__init__("cannot travel")
+        self.lock = threading.Lock()
+
+
+@xparl.remote_class
+class BadInit:
+    def __init__(self):
+        raise ValueError("no good")
+
+
+def test_calls_and_attributes(connected):
+    counter = Counter(10, step=2)
+    assert counter.add() == 12
+    assert counter.add(5) == 17
+    assert counter.count == 17
+    assert counter.doubled == 34
+    counter.count = 100
+    assert counter.add(1) == 101
+    counter.new_attr = [1, 2, 3]
+    assert counter.new_attr == [1, 2, 3]
+    assert counter.static_add(2, 3) == 5
+    assert counter.echo(1, "a", key={"x": (1, 2)}) == ((1, "a"), {"key": {"x": (1, 2)}})
+    assert Counter._original.__name__ == "Counter"
+    assert "Counter" in repr(counter)
+
+
+def test_large_numpy_roundtrip(connected):
+    np = pytest.importorskip("numpy")
+    counter = Counter()
+    array = np.arange(3 * 2**20, dtype=np.float32).reshape(3, 2**20)
+    (back,), _ = counter.echo(array)
+    assert back.dtype == np.float32 and back.shape == array.shape
+    np.testing.assert_array_equal(back, array)
+
+
+def test_user_exception_is_remote_and_original_type(connected):
+    counter = Counter(1)
+    with pytest.raises(ZeroDivisionError) as info:
+        counter.divide(1, 0)
+    assert isinstance(info.value, xparl.RemoteError)
+    assert "division by zero" in str(info.value)
+    assert "in divide" in info.value.remote_traceback and "return a / b" in info.value.remote_traceback
+    # the actor stays alive and keeps its state
+    assert counter.add(1) == 2
+    with pytest.raises(CustomError) as info:
+        counter.raise_custom()
+    assert isinstance(info.value, xparl.RemoteError) and info.value.code == 7
+    with pytest.raises(xparl.RemoteError) as info:
+        counter.raise_unpicklable()
+    assert "UnpicklableError" in str(info.value) and "cannot travel" in str(info.value)
+    with pytest.raises(AttributeError) as info:
+        counter.no_such_attribute
+    assert isinstance(info.value, xparl.RemoteError)
+    assert counter.add(1) == 3
+
+
+def test_init_exception(connected, status_client):
+    with pytest.raises(ValueError, match="no good") as info:
+        BadInit()
+    assert isinstance(info.value, xparl.RemoteError)
+
+
+def test_unpicklable_argument_is_named_before_sending(connected):
+    counter = Counter()
+    with pytest.raises(xparl.SerializationError, match="argument 'fn'"):
+        counter.echo(1, fn=threading.Lock())
+    with pytest.raises(xparl.SerializationError, match="positional argument 0"):
+        Counter(threading.Lock())
+    with pytest.raises(xparl.SerializationError):
+        counter.return_lock()
+    assert counter.add(1) == 1
+
+
+def test_output_is_forwarded_with_prefix(connected, capsys):
+    counter = Counter()
+    assert counter.talk("hello from the actor") == 20
+    out = capsys.readouterr().out
+    assert "[Counter pid=" in out and "hello from the actor" in out
+
+
+def test_threads_share_one_actor(connected):
+    counter = Counter()
+    threads = [threading.Thread(target=lambda: [counter.add(1) for _ in range(50)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counter.count == 200
+
+
+def test_reserved_names_and_options():
+    with pytest.raises(TypeError, match="unknown @remote_class option"):
+        xparl.remote_class(colour="red")
+    with pytest.raises(ValueError, match="max_memory"):
+        xparl.remote_class(max_memory=-1)
