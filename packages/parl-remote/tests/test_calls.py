@@ -110,7 +110,7 @@ def test_user_exception_is_remote_and_original_type(connected):
         counter.raise_unpicklable()
     assert "UnpicklableError" in str(info.value) and "cannot travel" in str(info.value)
     with pytest.raises(AttributeError) as info:
-        counter.no_such_attribute
+        _ = counter.no_such_attribute
     assert isinstance(info.value, xparl.RemoteError)
     assert counter.add(1) == 3
 
