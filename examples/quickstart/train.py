@@ -33,19 +33,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 import parl
 from parl.utils import calc_discount_sum_rewards, logger, summary
 
 GAMMA = 0.99
-LEARNING_RATE = 1e-2
+LEARNING_RATE = 5e-3
 EVAL_EPISODES = 10
 
 
 class CartpoleModel(parl.Model):
     """Two fully connected layers: obs float32 [B, obs_dim] -> action probabilities float32 [B, act_dim]."""
 
-    def __init__(self, obs_dim: int, act_dim: int, hid_size: int = 64):
+    def __init__(self, obs_dim: int, act_dim: int, hid_size: int = 128):
         super().__init__()
         self.fc1 = nn.Linear(obs_dim, hid_size)
         self.fc2 = nn.Linear(hid_size, act_dim)
@@ -145,6 +146,14 @@ def build_agent(obs_dim: int, act_dim: int, seed: int) -> CartpoleAgent:
     return CartpoleAgent(alg, obs_dim=obs_dim, act_dim=act_dim, seed=seed)
 
 
+def _loadavg() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (wall times on a shared machine depend on them)."""
+    try:
+        return [float(x) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of torch, the env and action sampling")
@@ -182,30 +191,31 @@ def main(argv=None) -> dict:
     eval_mean = float("nan")
     reached = False
     progress = tqdm(total=args.max_episodes, desc=f"CartPole seed {args.seed}", unit="ep", disable=args.no_progress)
-    while episodes < args.max_episodes and not reached:
-        batch_obs, batch_action, batch_return = [], [], []
-        for _ in range(min(args.episodes_per_update, args.max_episodes - episodes)):
-            obs_list, action_list, reward_list = run_train_episode(
-                agent, env, seed=args.seed if episodes == 0 else None)
-            episodes += 1
-            env_steps += len(reward_list)
-            summary.add_scalar("train/episode_return", sum(reward_list), env_steps)
-            batch_obs += obs_list
-            batch_action += action_list
-            batch_return.append(calc_discount_sum_rewards(reward_list, GAMMA))
-            progress.update(1)
-            progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
-        batch_return = np.concatenate(batch_return)
-        batch_return = (batch_return - batch_return.mean()) / (batch_return.std() + 1e-8)
-        loss = agent.learn(np.array(batch_obs), np.array(batch_action), batch_return)
-        updates += 1
-        summary.add_scalar("train/loss", loss, env_steps)
+    with logging_redirect_tqdm(loggers=[logger.get_logger()]):  # log lines print above the bar
+        while episodes < args.max_episodes and not reached:
+            batch_obs, batch_action, batch_return = [], [], []
+            for _ in range(min(args.episodes_per_update, args.max_episodes - episodes)):
+                obs_list, action_list, reward_list = run_train_episode(
+                    agent, env, seed=args.seed if episodes == 0 else None)
+                episodes += 1
+                env_steps += len(reward_list)
+                summary.add_scalar("train/episode_return", sum(reward_list), env_steps)
+                batch_obs += obs_list
+                batch_action += action_list
+                batch_return.append(calc_discount_sum_rewards(reward_list, GAMMA))
+                progress.update(1)
+                progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
+            batch_return = np.concatenate(batch_return)
+            batch_return = (batch_return - batch_return.mean()) / (batch_return.std() + 1e-8)
+            loss = agent.learn(np.array(batch_obs), np.array(batch_action), batch_return)
+            updates += 1
+            summary.add_scalar("train/loss", loss, env_steps)
 
-        if updates % args.eval_every == 0 or episodes >= args.max_episodes:
-            eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
-            summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-            logger.info("episode %d, env steps %d: eval return %.1f", episodes, env_steps, eval_mean)
-            reached = eval_mean >= args.target_return
+            if updates % args.eval_every == 0 or episodes >= args.max_episodes:
+                eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
+                summary.add_scalar("eval/return_mean", eval_mean, env_steps)
+                logger.info("episode %d, env steps %d: eval return %.1f", episodes, env_steps, eval_mean)
+                reached = eval_mean >= args.target_return
     progress.close()
     train_wall_s = time.perf_counter() - start
 
@@ -230,6 +240,7 @@ def main(argv=None) -> dict:
         "reached_threshold": reached,
         "restored_eval_return_mean": restored_mean,
         "checkpoint": checkpoint,
+        "loadavg": _loadavg(),
     }
     with open(os.path.join(args.logdir, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
