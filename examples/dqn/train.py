@@ -6,7 +6,7 @@ Algorithm box (Mnih et al. 2015; van Hasselt et al. 2016 for --double):
         act epsilon-greedily (epsilon decays linearly to its final value over the first part of training)
         store (s, a, r, s', terminated) in a ReplayMemory; reset on terminated or truncated
         every `train_freq` steps: `gradient_steps` DQN.learn(...) on uniform minibatches
-        every `target_update` gradient steps: DQN.sync_target()
+        before each training phase: DQN.sync_target() (the target is fixed during a phase)
         when the recent training return is close to the target: evaluate 10 greedy episodes
     stop as soon as the evaluation mean reaches --target-return
 
@@ -42,7 +42,6 @@ MEMORY_SIZE = 100_000
 LEARNING_STARTS = 1_000
 TRAIN_FREQ = 256
 GRADIENT_STEPS = 128
-TARGET_UPDATE = 10  # gradient steps between target syncs
 EXPLORATION_FRACTION = 0.16
 FINAL_EPSILON = 0.04
 EVAL_EPISODES = 10
@@ -123,13 +122,12 @@ def main() -> None:
             ep_return = 0.0
 
         if step >= LEARNING_STARTS and step % TRAIN_FREQ == 0:
+            alg.sync_target()
             for _ in range(GRADIENT_STEPS):
                 b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
                 loss = alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
                                  torch.from_numpy(b_next), torch.from_numpy(b_term))
                 grad_steps += 1
-                if grad_steps % TARGET_UPDATE == 0:
-                    alg.sync_target()
             summary.add_scalar("train/loss", float(loss.detach()), step)
             summary.add_scalar("train/q_mean", alg.last_info["train/q_mean"], step)
             summary.add_scalar("train/epsilon", epsilon, step)
@@ -144,6 +142,9 @@ def main() -> None:
     bar.close()
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed)
+        summary.add_scalar("eval/return_mean", eval_mean, step)
+        if eval_mean >= args.target_return:
+            reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
     result = {"env": args.env, "algorithm": algo_cls.__name__, "seed": args.seed, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),

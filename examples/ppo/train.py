@@ -204,6 +204,9 @@ def main() -> None:
     bar.close()
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        summary.add_scalar("eval/return_mean", eval_mean, steps)
+        if eval_mean >= target:
+            reached_at = (steps, time.perf_counter() - start)
     wall = time.perf_counter() - start
     result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,

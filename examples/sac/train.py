@@ -45,7 +45,8 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
 
 def mlp(inp: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, out))
+    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                         nn.Linear(HIDDEN, out))
 
 
 class SACModel(parl.Model):
@@ -153,8 +154,11 @@ def main() -> None:
                     reached_at = (step, time.perf_counter() - start)
                     break
     bar.close()
-    if reached_at is None and step % args.eval_every != 0:
+    if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        summary.add_scalar("eval/return_mean", eval_mean, step)
+        if eval_mean >= args.target_return:
+            reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
     if args.save_memory:
         memory.save(args.save_memory)

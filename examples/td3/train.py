@@ -1,0 +1,173 @@
+"""TD3 on gymnasium Pendulum-v1 with parl.algorithms.TD3.
+
+Algorithm box (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods"):
+
+    for each env step:
+        a = clip(pi(s) + N(0, expl_noise), -1, 1) (uniform random during the first `--learning-starts` steps)
+        store (s, a, r, s', terminated) in a ReplayMemory (truncation is not termination)
+        TD3.learn(batch): twin-critic step on min(Q1', Q2') with target policy smoothing;
+                          every `policy_freq` calls an actor step and a Polyak target update
+        every `--eval-every` steps: evaluate 10 deterministic episodes
+    stop as soon as the evaluation mean reaches --target-return
+
+Usage::
+
+    python examples/td3/train.py --seed 0 --logdir runs/td3/seed0
+
+Writes ``<logdir>/summary.json`` and tensorboard scalars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.utils import ReplayMemory, summary
+
+GAMMA = 0.98
+TAU = 0.005
+ACTOR_LR = 1e-3
+CRITIC_LR = 1e-3
+BATCH_SIZE = 256
+MEMORY_SIZE = 200_000
+HIDDEN = 64
+EVAL_EPISODES = 10
+
+
+def mlp(inp: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                         nn.Linear(HIDDEN, out))
+
+
+class TD3Model(parl.Model):
+    """Deterministic tanh actor and twin Q critics.
+
+    ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> (Q1, Q2), each
+    float32 [B, 1]; ``Q1(obs, action)`` -> Q1.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        super().__init__()
+        self.actor = mlp(obs_dim, act_dim)
+        self.q1 = mlp(obs_dim + act_dim, 1)
+        self.q2 = mlp(obs_dim + act_dim, 1)
+
+    def policy(self, obs):
+        return torch.tanh(self.actor(obs))
+
+    def value(self, obs, action):
+        x = torch.cat([obs, action], dim=-1)
+        return self.q1(x), self.q2(x)
+
+    def Q1(self, obs, action):  # noqa: N802 (PARL's method name)
+        return self.q1(torch.cat([obs, action], dim=-1))
+
+    def get_actor_params(self):
+        return self.actor.parameters()
+
+    def get_critic_params(self):
+        return list(self.q1.parameters()) + list(self.q2.parameters())
+
+
+def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+    """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
+    with torch.no_grad():
+        while not done.all():
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy() * action_scale
+            obs, reward, terminated, truncated, _ = envs.step(action)
+            returns += reward * ~done
+            done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="Pendulum-v1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/td3/<env>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=20_000)
+    parser.add_argument("--learning-starts", type=int, default=1_000)
+    parser.add_argument("--eval-every", type=int, default=1_000)
+    parser.add_argument("--target-return", type=float, default=-200.0)
+    parser.add_argument("--expl-noise", type=float, default=0.1, help="Gaussian exploration std, in [-1, 1] units")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+    logdir = args.logdir or os.path.join("runs", "td3", f"{args.env}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    start = time.perf_counter()
+
+    env = gym.make(args.env)
+    obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    action_scale = float(env.action_space.high[0])
+    alg = parl.algorithms.TD3(TD3Model(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=ACTOR_LR,
+                              critic_lr=CRITIC_LR, policy_noise=0.2, noise_clip=0.5, policy_freq=2)
+    memory = ReplayMemory(MEMORY_SIZE, obs_dim, act_dim, seed=args.seed)
+
+    obs, _ = env.reset(seed=args.seed)
+    ep_return, eval_mean, reached_at, step = 0.0, float("-inf"), None, 0
+    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    for step in range(1, args.total_steps + 1):
+        if step <= args.learning_starts:
+            action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+        else:
+            with torch.no_grad():
+                action = alg.predict(torch.as_tensor(obs[None], dtype=torch.float32))[0].numpy()
+            action = np.clip(action + rng.normal(0.0, args.expl_noise, act_dim), -1.0, 1.0).astype(np.float32)
+        next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
+        memory.append(obs, action, reward, next_obs, terminated)
+        ep_return += reward
+        obs = next_obs
+        if terminated or truncated:
+            summary.add_scalar("train/episode_return", ep_return, step)
+            bar.set_postfix(train_return=f"{ep_return:.1f}", eval=f"{eval_mean:.1f}")
+            obs, _ = env.reset()
+            ep_return = 0.0
+        if step > args.learning_starts:
+            b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
+            alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
+                      torch.from_numpy(b_next), torch.from_numpy(b_term))
+        if step % args.eval_every == 0:
+            bar.update(args.eval_every)
+            for key, value in alg.last_info.items():
+                summary.add_scalar(key, value, step)
+            if step > args.learning_starts:
+                eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+                summary.add_scalar("eval/return_mean", eval_mean, step)
+                if eval_mean >= args.target_return:
+                    reached_at = (step, time.perf_counter() - start)
+                    break
+    bar.close()
+    if reached_at is None:
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        summary.add_scalar("eval/return_mean", eval_mean, step)
+        if eval_mean >= args.target_return:
+            reached_at = (step, time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+              "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
+              "reached": reached_at is not None}
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
