@@ -10,8 +10,8 @@ The algorithm box (Salimans et al. 2017, with EvoKit's names):
    once in gymnasium's vectorised CartPole) and returns the serialised ``SamplingInfo``s and the rewards: a few
    bytes per sample.
 3. ``agent.update(sampling_infos, rewards)`` rebuilds the noise from the infos (rank-centred fitness, Adam).
-4. When a sample reached 500, the master's greedy policy plays ``--eval-episodes`` episodes; it stops when
-   their mean is 500.
+4. The next generation's sampling starts; meanwhile, if a sample reached 500, the master's greedy policy plays
+   ``--eval-episodes`` episodes. The run stops when their mean is 500.
 
 Usage::
 
@@ -122,12 +122,16 @@ def make_samplers(config_text: str, actors: int, pop: int, seed: int) -> tuple[l
     return [remote_sampler(config_text, 1000 * seed + i, per_actor) for i in range(actors)], "parl-remote"
 
 
-def collect(samplers: list, mode: str, state: dict, episode_seed: int) -> list:
-    """Call ``sample`` on every sampler (concurrently on remote actors) and return their results."""
+def submit(samplers: list, mode: str, state: dict, episode_seed: int):
+    """Start ``sample`` on every sampler; return a function that waits for and returns their results.
+
+    Remote actors start at once (``wait=False`` futures), so the master can evaluate while they sample;
+    in-process samplers run when the results are asked for.
+    """
     if mode == "in-process":
-        return [s.sample(state, episode_seed) for s in samplers]
+        return lambda: [s.sample(state, episode_seed + 1000 * i) for i, s in enumerate(samplers)]
     futures = [s.sample(state, episode_seed + 1000 * i) for i, s in enumerate(samplers)]
-    return [f.get() for f in futures]
+    return lambda: [f.get() for f in futures]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -150,14 +154,18 @@ def main(argv: list[str] | None = None) -> dict:
     agent = ESAgent(NumpyMLP(LAYER_SIZES, seed=args.seed), config=config)
     agent.init_solver()
     samplers, mode = make_samplers(config_text, args.actors, args.pop, args.seed)
+    startup_s = time.time() - psutil.Process().create_time()
 
     history, env_steps, eval_return, eval_steps, solved_gen = [], 0, float("nan"), 0, None
+    pending = submit(samplers, mode, agent.get_sampling_state(), episode_seed=10_000 * args.seed)
     for gen in range(args.max_generations):
-        results = collect(samplers, mode, agent.get_sampling_state(), episode_seed=10_000 * args.seed + 100 * gen)
+        results = pending()
         infos = [SamplingInfo.from_bytes(b) for r in results for b in r[0]]
         rewards = np.concatenate([r[1] for r in results])
         env_steps += sum(r[2] for r in results)
         agent.update(infos, rewards)
+        # the next generation samples (on remote actors) while the master evaluates the new model
+        pending = submit(samplers, mode, agent.get_sampling_state(), episode_seed=10_000 * args.seed + 100 * (gen + 1))
         row = {"generation": gen, "reward_mean": float(rewards.mean()), "reward_max": float(rewards.max()),
                "env_steps": env_steps}
         if rewards.max() >= MAX_RETURN:
@@ -180,7 +188,8 @@ def main(argv: list[str] | None = None) -> dict:
         "actors": args.actors, "pop": args.pop, "eval_return_mean": eval_return,
         "eval_episodes": args.eval_episodes, "env_steps": env_steps, "eval_env_steps": eval_steps,
         "generations": len(history), "solved": solved_gen is not None, "solved_generation": solved_gen,
-        "wall_s": round(wall_s, 3), "loadavg": open("/proc/loadavg").read().split()[:3],
+        "wall_s": round(wall_s, 3), "startup_s": round(startup_s, 3),
+        "loadavg": open("/proc/loadavg").read().split()[:3],
     }
     with open(os.path.join(args.logdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
