@@ -11,8 +11,10 @@ running and re-registers (with back-off) until a master answers on the same addr
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -31,10 +33,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class JobProcess:
-    """A job process this worker started."""
+    """A job process this worker started (forked by the zygote, or a ``Popen`` as a fallback)."""
 
     job_id: str
-    popen: subprocess.Popen
+    popen: subprocess.Popen | None = None
+    pid: int | None = None
+    returncode: int | None = None
     address: str | None = None
     actor_id: str | None = None
     client_id: str | None = None
@@ -42,6 +46,21 @@ class JobProcess:
     max_memory_mb: float | None = None
     kill_cause: str | None = None
     started_at: float = field(default_factory=time.time)
+
+    def poll(self) -> int | None:
+        """The exit status (negative: killed by that signal), or None while running."""
+        if self.popen is not None:
+            return self.popen.poll()
+        return self.returncode
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.popen is not None:
+            self.popen.send_signal(sig)
+        elif self.pid is not None and self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def describe_exit(returncode: int) -> str:
@@ -95,7 +114,8 @@ class Worker:
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
         self.running = True
-        self.proc = psutil.Process()
+        self.zygote: subprocess.Popen | None = None
+        self.zygote_buf = b""
         self.handlers = {
             MsgType.REPLY: self.on_master_reply,
             MsgType.REREGISTER: self.on_reregister,
@@ -121,7 +141,7 @@ class Worker:
 
     def _register(self) -> None:
         vacant = [
-            {"job_id": j.job_id, "address": j.address, "pid": j.popen.pid}
+            {"job_id": j.job_id, "address": j.address, "pid": j.pid}
             for j in self.jobs.values()
             if j.address and j.actor_id is None
         ]
@@ -129,7 +149,7 @@ class Worker:
             {
                 "job_id": j.job_id,
                 "address": j.address,
-                "pid": j.popen.pid,
+                "pid": j.pid,
                 "actor_id": j.actor_id,
                 "client_id": j.client_id,
                 "class_name": j.class_name,
@@ -197,9 +217,9 @@ class Worker:
     def on_kill(self, msg: Message) -> None:
         body = msg.body()
         job = self.jobs.get(body["job_id"])
-        if job is not None and job.popen.poll() is None:
+        if job is not None and job.poll() is None:
             job.kill_cause = body.get("cause", "killed by the master")
-            job.popen.kill()
+            job.kill()
 
     def on_read_log(self, msg: Message) -> None:
         body = msg.body()
@@ -218,20 +238,60 @@ class Worker:
         self._send_master(MsgType.REPLY, result, req_id=msg.req_id)
 
     # --------------------------------------------------------------------------------------- jobs
+    def _start_zygote(self) -> None:
+        env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
+        try:
+            self.zygote = subprocess.Popen(
+                [sys.executable, "-m", "parl_remote.zygote"], env=env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self.boot_log,
+            )  # fmt: skip
+        except OSError:
+            logger.warning("cannot start the job fork server; jobs start as new interpreters", exc_info=True)
+            self.zygote = None
+        self.zygote_buf = b""
+
+    def _zygote_alive(self) -> bool:
+        return self.zygote is not None and self.zygote.poll() is None
+
+    def _on_zygote_output(self) -> None:
+        chunk = os.read(self.zygote.stdout.fileno(), 65536)
+        if not chunk:
+            return
+        self.zygote_buf += chunk
+        while b"\n" in self.zygote_buf:
+            line, self.zygote_buf = self.zygote_buf.split(b"\n", 1)
+            event = json.loads(line)
+            if event["event"] == "spawned":
+                job = self.jobs.get(event["job_id"])
+                if job is not None:
+                    job.pid = event["pid"]
+            elif event["event"] == "exit":
+                for job in self.jobs.values():
+                    if job.pid == event["pid"] and job.popen is None:
+                        job.returncode = event["returncode"]
+
     def _spawn_job(self) -> None:
         job_id = "j-" + uuid.uuid4().hex[:12]
-        env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
-        cmd = [
-            sys.executable, "-m", "parl_remote.job",
+        argv = [
             "--worker-address", self.job_address,
             "--job-id", job_id,
             "--host", self.host,
             "--log-dir", str(self.log_dir),
             "--cache-dir", str(self.cache_dir),
-            "--worker-pid", str(os.getpid()),
         ]  # fmt: skip
+        if self._zygote_alive():
+            request = {"cmd": "spawn", "job_id": job_id, "argv": [*argv, "--worker-pid", str(self.zygote.pid)]}
+            try:
+                self.zygote.stdin.write((json.dumps(request) + "\n").encode())
+                self.zygote.stdin.flush()
+                self.jobs[job_id] = JobProcess(job_id)
+                return
+            except OSError:
+                logger.warning("the job fork server is gone; jobs start as new interpreters")
+        env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
+        cmd = [sys.executable, "-m", "parl_remote.job", *argv, "--worker-pid", str(os.getpid())]
         popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=self.boot_log, stderr=self.boot_log)
-        self.jobs[job_id] = JobProcess(job_id, popen)
+        self.jobs[job_id] = JobProcess(job_id, popen=popen, pid=popen.pid)
 
     def on_job_ready(self, msg: Message) -> None:
         body = msg.body()
@@ -245,8 +305,13 @@ class Worker:
         self._send_master(MsgType.ACTOR_FAILED_CALL, msg.body())
 
     def _check_jobs(self) -> None:
+        if self.zygote is not None and self.zygote.poll() is not None:
+            for job in self.jobs.values():  # the zygote's children died with it
+                if job.popen is None and job.returncode is None:
+                    job.returncode = -signal.SIGKILL
+            self.zygote = None
         for job in list(self.jobs.values()):
-            code = job.popen.poll()
+            code = job.poll()
             if code is not None:
                 del self.jobs[job.job_id]
                 cause = job.kill_cause or describe_exit(code)
@@ -258,7 +323,7 @@ class Worker:
                 )
             elif job.actor_id is not None and job.max_memory_mb:
                 try:
-                    rss_mb = psutil.Process(job.popen.pid).memory_info().rss / 2**20
+                    rss_mb = psutil.Process(job.pid).memory_info().rss / 2**20 if job.pid else 0.0
                 except psutil.Error:
                     continue
                 if rss_mb > job.max_memory_mb:
@@ -266,7 +331,7 @@ class Worker:
                         f"exceeded max_memory={job.max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB); "
                         "raise max_memory in @remote_class or use less memory"
                     )
-                    job.popen.kill()
+                    job.kill()
         while len(self.jobs) < self.cpu_num and self.running:
             self._spawn_job()
 
@@ -274,6 +339,7 @@ class Worker:
     def run(self) -> None:
         """Serves until SIGTERM; then stops its jobs."""
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
+        self._start_zygote()
         self._connect_master()
         self._check_jobs()
         poll_ms = int(config.get("WORKER_POLL_S") * 1000)
@@ -283,12 +349,17 @@ class Worker:
             poller = zmq.Poller()
             poller.register(self.job_sock, zmq.POLLIN)
             poller.register(self.master, zmq.POLLIN)
+            zygote_fd = self.zygote.stdout.fileno() if self.zygote is not None else None
+            if zygote_fd is not None:
+                poller.register(zygote_fd, zmq.POLLIN)
             try:
                 ready = dict(poller.poll(poll_ms))
             except zmq.ZMQError:
                 if not self.running:
                     break
                 raise
+            if zygote_fd is not None and zygote_fd in ready:
+                self._on_zygote_output()
             if self.job_sock in ready:
                 self._drain(self.job_sock, self.job_handlers, has_identity=True)
             if self.master in ready:
@@ -325,14 +396,27 @@ class Worker:
 
     def _stop_jobs(self) -> None:
         for job in self.jobs.values():
-            if job.popen.poll() is None:
-                job.popen.terminate()
+            if job.poll() is None:
+                job.kill(signal.SIGTERM)
         deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and any(j.poll() is None for j in self.jobs.values()):
+            if self._zygote_alive() and self.zygote.stdout in select.select([self.zygote.stdout], [], [], 0.05)[0]:
+                self._on_zygote_output()
+            else:
+                time.sleep(0.02)
         for job in self.jobs.values():
+            if job.poll() is None:
+                job.kill()
+        if self.zygote is not None:
+            self.zygote.stdin.close()
             try:
-                job.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+                self.zygote.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                job.popen.kill()
+                self.zygote.kill()
+                self.zygote.wait()
+            self.zygote.stdout.close()
+        for job in self.jobs.values():
+            if job.popen is not None:
                 job.popen.wait()
         for sock in (self.master, self.job_sock):
             if sock is not None:

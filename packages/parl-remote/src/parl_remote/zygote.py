@@ -1,0 +1,81 @@
+"""A fork server for job processes: starting a job costs a ``fork`` (milliseconds), not an interpreter start.
+
+The worker starts one zygote (``python -m parl_remote.zygote``) that imports the job's modules once and
+creates no zmq context (so forking is safe). The worker writes JSON lines on the zygote's stdin::
+
+    {"cmd": "spawn", "job_id": "j-...", "argv": [...]}   -> fork a job running parl_remote.job.main(argv)
+
+and reads JSON lines from its stdout::
+
+    {"event": "spawned", "job_id": "j-...", "pid": 123}
+    {"event": "exit", "pid": 123, "returncode": -9}      (negative: killed by that signal, like Popen)
+
+The zygote dies with its worker (``PR_SET_PDEATHSIG`` and end of stdin); its jobs die with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+
+from parl_remote import job
+
+
+def _spawn(request: dict) -> int:
+    pid = os.fork()
+    if pid == 0:  # the job
+        try:
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(2, 1)  # stdout -> the worker's job start-up log, like stderr
+            sys.stdin = open(os.devnull)  # noqa: SIM115
+            sys.stdout = os.fdopen(1, "w", buffering=1)
+            job.main(request["argv"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+            os._exit(code)
+        except BaseException:  # noqa: BLE001
+            import traceback
+
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    return pid
+
+
+def _emit(event: dict) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    """Serves spawn requests until stdin closes."""
+    job._set_parent_death_signal()
+    stdin = sys.stdin.fileno()
+    buf = b""
+    while True:
+        ready, _, _ = select.select([stdin], [], [], 0.05)
+        if ready:
+            chunk = os.read(stdin, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                request = json.loads(line)
+                if request.get("cmd") == "spawn":
+                    _emit({"event": "spawned", "job_id": request["job_id"], "pid": _spawn(request)})
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            _emit({"event": "exit", "pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    main()
