@@ -5,6 +5,13 @@ no deep-learning framework until used.
 """
 
 from parl_core.utils import logger, summary
+from parl_core.utils.machine_info import (
+    get_free_tcp_port,
+    get_gpu_count,
+    get_ip_address,
+    is_gpu_available,
+    is_port_available,
+)
 from parl_core.utils.model_check import check_model_method
 from parl_core.utils.replay_memory import ReplayMemory
 from parl_core.utils.returns import calc_discount_sum_rewards, calc_gae, compute_gae, discounted_returns
@@ -23,6 +30,11 @@ __all__ = [
     "check_model_method",
     "compute_gae",
     "discounted_returns",
+    "get_free_tcp_port",
+    "get_gpu_count",
+    "get_ip_address",
+    "is_gpu_available",
+    "is_port_available",
     "logger",
     "summary",
 ]
