@@ -47,7 +47,7 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-algorithms": (),
     "parl-remote": (),
     "parl-monitor": (),
-    "evokit": (),
+    "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6"),
     "parl": (),
 }
 
