@@ -1,0 +1,189 @@
+"""A2C on gymnasium CartPole-v1 with parl.algorithms.A2C.
+
+Algorithm box (Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning", synchronous
+variant; GAE advantages as in Schulman et al. 2016):
+
+    for each update:
+        collect T steps from N synchronous envs with the current policy
+        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs)
+        one A2C.learn(...) on the whole batch: -log pi(a|s) * A + vf_coeff * (V - R)^2 / 2 + entropy_coeff * H
+        once the training return is close to the target: evaluate 10 greedy episodes
+    stop as soon as the evaluation mean reaches --target-return
+
+Usage::
+
+    python examples/a2c/train.py --seed 0 --logdir runs/a2c/seed0
+
+Writes ``<logdir>/summary.json`` and tensorboard scalars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.utils import compute_gae, summary
+
+CONFIG = dict(num_envs=16, n_steps=16, gamma=0.99, gae_lambda=0.95, lr=3e-3, vf_loss_coeff=0.5,
+              entropy_coeff=-0.01, total_steps=500_000, target_return=475.0, eval_trigger=400.0, hidden=64)
+EVAL_EPISODES = 10
+
+
+def mlp(inp: int, out: int, hidden: int, out_gain: float) -> nn.Sequential:
+    layers = [nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, out)]
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
+            nn.init.zeros_(layer.bias)
+    nn.init.orthogonal_(layers[-1].weight, gain=out_gain)
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(parl.Model):
+    """Separate actor and critic MLPs: ``policy(obs)`` -> logits float32 [B, num_actions];
+    ``value(obs)`` -> float32 [B, 1]."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: int):
+        super().__init__()
+        self.actor = mlp(obs_dim, num_actions, hidden, out_gain=0.01)
+        self.critic = mlp(obs_dim, 1, hidden, out_gain=1.0)
+
+    def policy(self, obs):
+        return self.actor(obs)
+
+    def value(self, obs):
+        return self.critic(obs)
+
+
+def evaluate(alg: parl.algorithms.A2C, env_id: str, seed: int) -> float:
+    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (one per env)."""
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns = np.zeros(EVAL_EPISODES)
+    done = np.zeros(EVAL_EPISODES, dtype=bool)
+    with torch.no_grad():
+        while not done.all():
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            obs, reward, terminated, truncated, _ = envs.step(action)
+            returns += reward * ~done
+            done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/a2c/<env>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=CONFIG["total_steps"])
+    parser.add_argument("--target-return", type=float, default=CONFIG["target_return"])
+    parser.add_argument("--lr", type=float, default=CONFIG["lr"])
+    parser.add_argument("--num-envs", type=int, default=CONFIG["num_envs"])
+    parser.add_argument("--n-steps", type=int, default=CONFIG["n_steps"])
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = parser.parse_args()
+    cfg = dict(CONFIG, lr=args.lr, num_envs=args.num_envs, n_steps=args.n_steps)
+    target = args.target_return
+    logdir = args.logdir or os.path.join("runs", "a2c", f"{args.env}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    start = time.perf_counter()
+
+    n, t_len = cfg["num_envs"], cfg["n_steps"]
+    envs = gym.make_vec(args.env, num_envs=n, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        raise SystemExit(f"A2C supports Discrete action spaces; {args.env} has {envs.single_action_space}")
+    obs_dim, num_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
+    alg = parl.algorithms.A2C(ActorCritic(obs_dim, num_actions, cfg["hidden"]),
+                              {"vf_loss_coeff": cfg["vf_loss_coeff"], "learning_rate": cfg["lr"]},
+                              max_grad_norm=0.5, reduction="mean")
+
+    obs_buf = torch.zeros(t_len, n, obs_dim)
+    act_buf = torch.zeros((t_len, n), dtype=torch.long)
+    val_buf = np.zeros((t_len, n), np.float32)
+    next_val_buf = np.zeros((t_len, n), np.float32)
+    rew_buf = np.zeros((t_len, n), np.float32)
+    term_buf = np.zeros((t_len, n), bool)
+    trunc_buf = np.zeros((t_len, n), bool)
+
+    obs, _ = envs.reset(seed=args.seed)
+    ep_return = np.zeros(n)
+    recent: list[float] = []
+    steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
+    num_updates = args.total_steps // (n * t_len)
+    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    for updates in range(1, num_updates + 1):
+        with torch.no_grad():
+            for t in range(t_len):
+                obs_t = torch.as_tensor(obs, dtype=torch.float32)
+                action, value = alg.sample(obs_t)
+                obs_buf[t], act_buf[t], val_buf[t] = obs_t, action, value.numpy()
+                obs, reward, terminated, truncated, info = envs.step(action.numpy())
+                rew_buf[t], term_buf[t], trunc_buf[t] = reward, terminated, truncated
+                ep_return += reward
+                done = terminated | truncated
+                if done.any():
+                    # SAME_STEP autoreset: `obs` already holds the reset observation; bootstrap from final_obs
+                    final = np.stack([info["final_obs"][i] if d else obs[i] for i, d in enumerate(done)])
+                    next_val_buf[t] = alg.value(torch.as_tensor(final, dtype=torch.float32)).numpy()
+                    recent.extend(ep_return[done].tolist())
+                    ep_return[done] = 0.0
+                if t > 0:
+                    idx = ~(term_buf[t - 1] | trunc_buf[t - 1])
+                    next_val_buf[t - 1][idx] = val_buf[t][idx]
+            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        idx = ~(term_buf[-1] | trunc_buf[-1])
+        next_val_buf[-1][idx] = last_value[idx]
+        steps += n * t_len
+        adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
+                               gae_lambda=cfg["gae_lambda"])
+        alg.learn(obs_buf.reshape(n * t_len, obs_dim), act_buf.flatten(), torch.as_tensor(adv).flatten(),
+                  torch.as_tensor(ret).flatten(), None, cfg["entropy_coeff"])
+
+        recent = recent[-10:]
+        train_mean = float(np.mean(recent)) if recent else float("nan")
+        bar.update(n * t_len)
+        if updates % 10 == 0:
+            for key, value in alg.last_info.items():
+                summary.add_scalar(key, value, steps)
+            summary.add_scalar("train/episode_return", train_mean, steps)
+            bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
+        if recent and train_mean >= cfg["eval_trigger"] and updates % 5 == 0:
+            eval_mean = evaluate(alg, args.env, args.seed)
+            summary.add_scalar("eval/return_mean", eval_mean, steps)
+            if eval_mean >= target:
+                reached_at = (steps, time.perf_counter() - start)
+                break
+    bar.close()
+    if reached_at is None:
+        eval_mean = evaluate(alg, args.env, args.seed)
+        summary.add_scalar("eval/return_mean", eval_mean, steps)
+        if eval_mean >= target:
+            reached_at = (steps, time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+              "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
+              "reached": reached_at is not None, "updates": updates}
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Offline CQL on gymnasium Pendulum-v1 with parl.algorithms.CQL, from a dataset collected by a partly
+trained SAC agent (parl.algorithms.SAC) and saved with parl.utils.ReplayMemory.
+
+Algorithm box (Kumar et al. 2020, "Conservative Q-Learning for Offline Reinforcement Learning"):
+
+    1. collect: SAC interacts with the env for `--collect-steps` steps (random actions for the first
+       `--learning-starts`); every transition goes into a ReplayMemory saved to <logdir>/dataset.npz.
+       The dataset's mean episode return is the bar to clear.
+    2. offline: a fresh CQL agent loads the dataset (ReplayMemory.load) and never touches the env while
+       learning: for each gradient step, CQL.learn(batch) = SAC losses + the CQL(H) penalty
+       (behaviour cloning for the actor during the first `--policy-eval-start` steps)
+       every `--eval-every` gradient steps: evaluate 10 deterministic episodes
+    stop as soon as the evaluation mean reaches the dataset's mean return (or --target-return)
+
+Usage::
+
+    python examples/cql/train.py --seed 0 --logdir runs/cql/seed0
+
+Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_return_mean``) and tensorboard scalars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.utils import ReplayMemory, summary
+
+GAMMA = 0.99
+TAU = 0.005
+LR = 1e-3
+BATCH_SIZE = 256
+HIDDEN = 64
+EVAL_EPISODES = 10
+
+
+def mlp(inp: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                         nn.Linear(HIDDEN, out))
+
+
+class ActorCriticModel(parl.Model):
+    """Gaussian actor and twin Q critics (the SAC / CQL contract).
+
+    ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
+    each float32 [B, 1]; actions are in [-1, 1].
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        super().__init__()
+        self.actor = mlp(obs_dim, 2 * act_dim)
+        self.q1 = mlp(obs_dim + act_dim, 1)
+        self.q2 = mlp(obs_dim + act_dim, 1)
+
+    def policy(self, obs):
+        mean, log_std = self.actor(obs).chunk(2, dim=-1)
+        return mean, log_std.clamp(-20.0, 2.0)
+
+    def value(self, obs, action):
+        x = torch.cat([obs, action], dim=-1)
+        return self.q1(x), self.q2(x)
+
+    def get_actor_params(self):
+        return self.actor.parameters()
+
+    def get_critic_params(self):
+        return list(self.q1.parameters()) + list(self.q2.parameters())
+
+
+def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+    """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
+    with torch.no_grad():
+        while not done.all():
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy() * action_scale
+            obs, reward, terminated, truncated, _ = envs.step(action)
+            returns += reward * ~done
+            done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str) -> float:
+    """Train SAC online for `steps` env steps, save every transition to `path`; return the mean episode return."""
+    env = gym.make(env_id)
+    obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    action_scale = float(env.action_space.high[0])
+    sac = parl.algorithms.SAC(ActorCriticModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
+                              with_automatic_entropy_tuning=True)
+    memory = ReplayMemory(steps, obs_dim, act_dim, seed=seed)
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    ep_return, returns = 0.0, []
+    for step in tqdm(range(1, steps + 1), desc="collect (SAC)", disable=None, leave=False):
+        if step <= learning_starts:
+            action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+        else:
+            with torch.no_grad():
+                action = sac.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].numpy()
+        next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
+        memory.append(obs, action, reward, next_obs, terminated)
+        ep_return += reward
+        obs = next_obs
+        if terminated or truncated:
+            returns.append(ep_return)
+            obs, _ = env.reset()
+            ep_return = 0.0
+        if step > learning_starts:
+            batch = memory.sample_batch(BATCH_SIZE)
+            sac.learn(*(torch.from_numpy(x) for x in batch))
+    memory.save(path)
+    return float(np.mean(returns))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="Pendulum-v1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/cql/<env>-seed<seed>")
+    parser.add_argument("--collect-steps", type=int, default=6_000, help="env steps of the SAC data collector")
+    parser.add_argument("--learning-starts", type=int, default=1_000)
+    parser.add_argument("--dataset", default=None, help="use this saved ReplayMemory (.npz) instead of collecting")
+    parser.add_argument("--dataset-return", type=float, default=None, help="mean return of --dataset")
+    parser.add_argument("--gradient-steps", type=int, default=50_000)
+    parser.add_argument("--policy-eval-start", type=int, default=1_000)
+    parser.add_argument("--eval-every", type=int, default=1_000)
+    parser.add_argument("--target-return", type=float, default=None, help="default: the dataset's mean return")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+    logdir = args.logdir or os.path.join("runs", "cql", f"{args.env}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    start = time.perf_counter()
+
+    env = gym.make(args.env)
+    obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    action_scale = float(env.action_space.high[0])
+    if args.dataset is None:
+        dataset_path = os.path.join(logdir, "dataset.npz")
+        dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts, dataset_path)
+    else:
+        if args.dataset_return is None:
+            parser.error("--dataset needs --dataset-return (the mean episode return of the data)")
+        dataset_path, dataset_return = args.dataset, args.dataset_return
+    collect_s = time.perf_counter() - start
+    target = dataset_return if args.target_return is None else args.target_return
+    summary.add_scalar("dataset/return_mean", dataset_return, 0)
+
+    memory = ReplayMemory(args.collect_steps if args.dataset is None else 1_000_000, obs_dim, act_dim, seed=args.seed)
+    memory.load(dataset_path)
+    cql = parl.algorithms.CQL(ActorCriticModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
+                              policy_eval_start=args.policy_eval_start, with_automatic_entropy_tuning=True,
+                              min_q_version=3, min_q_weight=5.0)
+    eval_mean, reached_at, step = float("-inf"), None, 0
+    bar = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
+    for step in range(1, args.gradient_steps + 1):
+        batch = memory.sample_batch(BATCH_SIZE)
+        cql.learn(*(torch.from_numpy(x) for x in batch))
+        if step % args.eval_every == 0:
+            bar.update(args.eval_every)
+            for key, value in cql.last_info.items():
+                summary.add_scalar(key, value, step)
+            eval_mean = evaluate(cql, args.env, args.seed, action_scale)
+            summary.add_scalar("eval/return_mean", eval_mean, step)
+            bar.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
+            if step > args.policy_eval_start and eval_mean >= target:
+                reached_at = (step, time.perf_counter() - start)
+                break
+    bar.close()
+    wall = time.perf_counter() - start
+    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+              "env_steps": args.collect_steps if args.dataset is None else 0, "gradient_steps": step,
+              "dataset_size": memory.size(), "dataset_return_mean": dataset_return, "target_return": target,
+              "collect_s": round(collect_s, 3), "wall_s": round(wall, 3), "reached": reached_at is not None}
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
