@@ -1,0 +1,92 @@
+"""Each example as a real subprocess: a tiny budget (summary.json and tensorboard events are written with
+sane values), and learn-to-threshold runs marked slow with bars reached in seconds."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name, logdir, *args, timeout=300):
+    cmd = [sys.executable, str(EXAMPLES / name / "train.py"), "--seed", "0", "--logdir", str(logdir),
+           "--no-progress", *args]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT), env=env)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    with open(Path(logdir) / "summary.json") as f:
+        result = json.load(f)
+    assert result == json.loads(proc.stdout.strip().splitlines()[-1])  # printed and written alike
+    return result
+
+
+def check_summary(result, env_steps):
+    assert result["eval_episodes"] == 10
+    assert math.isfinite(result["eval_return_mean"])
+    assert result["env_steps"] == env_steps
+    assert result["wall_s"] > 0
+
+
+TINY = {
+    # name: (args, expected env_steps, eval-return range)
+    "ppo": (["--total-steps", "512"], 512, (8.0, 500.0)),
+    "ppo-pendulum": (["--env", "Pendulum-v1", "--total-steps", "2048"], 2048, (-2000.0, 0.0)),
+    "a2c": (["--total-steps", "512"], 512, (8.0, 500.0)),
+    "dqn": (["--total-steps", "1300"], 1300, (8.0, 500.0)),
+    "sac": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
+    "td3": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
+    "ddpg": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TINY))
+def test_example_tiny_budget(case, tmp_path):
+    args, steps, (low, high) = TINY[case]
+    result = run_example(case.split("-")[0], tmp_path, *args, "--target-return", "1e9")
+    check_summary(result, steps)
+    assert low <= result["eval_return_mean"] <= high
+    assert result["reached"] is False
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+
+
+def test_cql_example_tiny_budget(tmp_path):
+    result = run_example("cql", tmp_path, "--collect-steps", "400", "--learning-starts", "200",
+                         "--gradient-steps", "20", "--eval-every", "10", "--policy-eval-start", "5",
+                         "--target-return", "1e9")
+    check_summary(result, 400)
+    assert result["dataset_size"] == 400 and result["gradient_steps"] == 20
+    assert -2000.0 <= result["dataset_return_mean"] <= 0.0
+    assert (tmp_path / "dataset.npz").is_file()
+    # the saved dataset is reusable: train from it without collecting
+    again = run_example("cql", tmp_path / "reuse", "--dataset", str(tmp_path / "dataset.npz"),
+                        "--dataset-return", str(result["dataset_return_mean"]), "--gradient-steps", "10",
+                        "--eval-every", "10", "--target-return", "1e9")
+    assert again["dataset_size"] == 400 and again["env_steps"] == 0
+
+
+# Learn-to-threshold (one seed each; the full 5-seed runs are in the examples' READMEs / benchmarks).
+SLOW = {
+    "ppo": (["--target-return", "475"], 475.0, 100_000),
+    "ppo-pendulum": (["--env", "Pendulum-v1", "--target-return", "-250"], -250.0, 200_000),
+    "a2c": (["--target-return", "475"], 475.0, 500_000),
+    "dqn": (["--target-return", "475"], 475.0, 50_000),
+    "sac": (["--target-return", "-200"], -200.0, 20_000),
+    "td3": (["--target-return", "-200"], -200.0, 20_000),
+    "ddpg": (["--target-return", "-200"], -200.0, 20_000),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW))
+def test_example_reaches_threshold(name, tmp_path):
+    args, bar, max_steps = SLOW[name]
+    result = run_example(name.split("-")[0], tmp_path, *args, timeout=600)
+    assert result["reached"] is True, result
+    assert result["eval_return_mean"] >= bar
+    assert result["env_steps"] <= max_steps
