@@ -125,3 +125,28 @@ def test_sampling_state_lets_another_agent_draw_the_masters_samples(make_config)
         np.testing.assert_array_equal(worker.candidate_params(info), master.candidate_params(info))
     master.update(infos, [0.0, 1.0, 2.0])
     assert master.model_iter_id == 3
+
+
+@pytest.mark.filterwarnings("ignore:No ccache found:UserWarning")
+def test_paddle_layer(tmp_path, make_config):
+    paddle = pytest.importorskip("paddle")
+    paddle.seed(0)
+
+    def make_net():
+        return paddle.nn.Sequential(paddle.nn.Linear(3, 5), paddle.nn.Tanh(), paddle.nn.Linear(5, 2))
+
+    agent = ESAgent(make_net(), config=make_config(optimizer="ADAM", std=0.1))
+    agent.init_solver()
+    assert agent.num_params == 32
+    clone = agent.clone()
+    info = clone.add_noise()
+    x = np.ones((4, 3), dtype=np.float32)
+    np.testing.assert_allclose(clone.params - agent.params, agent.candidate_params(info) - agent.params, atol=1e-6)
+    assert not np.allclose(clone.predict(x), agent.predict(x))
+    before = agent.params
+    agent.update([info, clone.add_noise()], [1.0, 0.0])
+    assert not np.array_equal(before, agent.params)
+    assert agent.save_inference_model(tmp_path / "m").endswith("model.pdparams")
+    other = ESAgent(make_net(), config=make_config()).load_inference_model(tmp_path / "m")
+    np.testing.assert_array_equal(other.params, agent.params)
+    np.testing.assert_allclose(other.predict(x), agent.predict(x), rtol=1e-6)
