@@ -10,7 +10,8 @@ Algorithm box (Mnih et al. 2015; van Hasselt et al. 2016 for --double):
         when the recent training return is close to the target: evaluate 10 greedy episodes
     stop as soon as the evaluation mean reaches --target-return
 
-The hyperparameters follow rl-baselines3-zoo's CartPole-v1 DQN (a smaller network, see README).
+The hyperparameters follow rl-baselines3-zoo's CartPole-v1 DQN, with a 64x64 network and 64 (not 128)
+gradient steps per 256 env steps (see README).
 
 Usage::
 
@@ -41,7 +42,7 @@ BATCH_SIZE = 64
 MEMORY_SIZE = 100_000
 LEARNING_STARTS = 1_000
 TRAIN_FREQ = 256
-GRADIENT_STEPS = 128
+GRADIENT_STEPS = 64  # rl-baselines3-zoo uses 128; 64 learns as fast here at half the compute
 EXPLORATION_FRACTION = 0.16
 FINAL_EPSILON = 0.04
 EVAL_EPISODES = 10

@@ -139,17 +139,17 @@ def run_evaluate_episodes(agent: CartpoleAgent, envs: list[gym.Env], seeds: list
     return returns
 
 
-def build_agent(obs_dim: int, act_dim: int, seed: int) -> CartpoleAgent:
+def build_agent(obs_dim: int, act_dim: int, seed: int, lr: float = LEARNING_RATE) -> CartpoleAgent:
     """Model -> algorithm -> agent, as in every PARL program."""
     model = CartpoleModel(obs_dim=obs_dim, act_dim=act_dim)
-    alg = parl.algorithms.PolicyGradient(model, lr=LEARNING_RATE)
+    alg = parl.algorithms.PolicyGradient(model, lr=lr)
     return CartpoleAgent(alg, obs_dim=obs_dim, act_dim=act_dim, seed=seed)
 
 
 def _loadavg() -> list[float] | None:
     """The 1, 5 and 15 minute load averages (wall times on a shared machine depend on them)."""
     try:
-        return [float(x) for x in os.getloadavg()]
+        return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):
         return None
 
@@ -159,6 +159,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seed of torch, the env and action sampling")
     parser.add_argument("--logdir", default=None, help="output directory (default: runs/quickstart/seed{SEED})")
     parser.add_argument("--max-episodes", type=int, default=300, help="training episodes at most")
+    parser.add_argument("--lr", type=float, default=LEARNING_RATE, help="Adam learning rate")
     parser.add_argument("--episodes-per-update", type=int, default=2, help="episodes per gradient step")
     parser.add_argument("--eval-every", type=int, default=3, help="evaluate every N updates")
     parser.add_argument("--target-return", type=float, default=475.0, help="stop once the mean eval return reaches it")
@@ -185,7 +186,7 @@ def main(argv=None) -> dict:
     eval_seeds = [10_000 + 100 * args.seed + i for i in range(EVAL_EPISODES)]
     obs_dim = env.observation_space.shape[0]
     act_dim = env.action_space.n
-    agent = build_agent(obs_dim, act_dim, seed=args.seed)
+    agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr)
 
     episodes = updates = env_steps = 0
     eval_mean = float("nan")
@@ -222,7 +223,7 @@ def main(argv=None) -> dict:
     # Save, restore into a fresh agent, evaluate again on the same episodes.
     checkpoint = os.path.join(args.logdir, "agent.ckpt")
     agent.save(checkpoint)
-    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1)
+    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1, lr=args.lr)
     restored.restore(checkpoint)
     restored_mean = float(run_evaluate_episodes(restored, eval_envs, eval_seeds).mean())
     logger.info("restored agent: eval return %.1f (before saving: %.1f)", restored_mean, eval_mean)
@@ -236,6 +237,7 @@ def main(argv=None) -> dict:
         "episodes": episodes,
         "updates": updates,
         "seed": args.seed,
+        "lr": args.lr,
         "target_return": args.target_return,
         "reached_threshold": reached,
         "restored_eval_return_mean": restored_mean,
