@@ -39,7 +39,7 @@ import parl
 from parl.utils import calc_discount_sum_rewards, logger, summary
 
 GAMMA = 0.99
-LEARNING_RATE = 5e-3
+LEARNING_RATE = 4e-3
 EVAL_EPISODES = 10
 
 
