@@ -114,3 +114,14 @@ def test_check_model_method():
         check_model_method(NoForward(), "forward", "PG")
     with pytest.raises(ValueError, match=r"A2C needs the model to define `policy`.*def policy\(self"):
         check_model_method(WithForward(), "policy", "A2C")
+
+
+def test_np_softmax_and_cross_entropy():
+    from parl_core.utils import np_cross_entropy, np_softmax
+
+    probs = np_softmax(np.array([[0.0, np.log(3.0)], [1000.0, 1000.0]]))  # large logits do not overflow
+    np.testing.assert_allclose(probs, [[0.25, 0.75], [0.5, 0.5]])
+    np.testing.assert_allclose(np_cross_entropy(probs, [1, 0]), [-np.log(0.75), np.log(2.0)])
+    assert np_softmax(np.zeros(3, dtype=np.float32)).dtype == np.float32
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\)"):
+        np_cross_entropy(probs, [0, 2])

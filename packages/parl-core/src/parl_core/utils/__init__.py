@@ -13,6 +13,7 @@ from parl_core.utils.machine_info import (
     is_port_available,
 )
 from parl_core.utils.model_check import check_model_method
+from parl_core.utils.np_utils import np_cross_entropy, np_softmax
 from parl_core.utils.replay_memory import ReplayMemory
 from parl_core.utils.returns import calc_discount_sum_rewards, calc_gae, compute_gae, discounted_returns
 from parl_core.utils.scheduler import LinearDecayScheduler, PiecewiseScheduler
@@ -35,6 +36,8 @@ __all__ = [
     "get_ip_address",
     "is_gpu_available",
     "is_port_available",
+    "np_cross_entropy",
+    "np_softmax",
     "logger",
     "summary",
 ]
