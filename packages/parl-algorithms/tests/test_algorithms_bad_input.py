@@ -110,7 +110,13 @@ def test_wrong_shapes():
         dqn.learn(obs, torch.zeros(4, dtype=torch.long), torch.zeros(4), torch.zeros(4, 5), torch.zeros(4))
     with pytest.raises(ValueError, match=rf"\[0, {NUM_ACTIONS}\)"):
         dqn.learn(obs, torch.full((4,), NUM_ACTIONS), torch.zeros(4), obs, torch.zeros(4))
-    with pytest.raises(RuntimeError):  # the model's own layer rejects a wrong feature size
+    with pytest.raises(ValueError, match=r"DQN.predict: the model rejected inputs of shapes \[\(4, 5\)\]"):
         dqn.predict(torch.zeros(4, OBS_DIM + 1))
+    sac = algs.SAC(SACModel(), gamma=0.99, tau=0.005, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3)
+    with pytest.raises(ValueError, match="obs_shape"):
+        sac.learn(torch.zeros(4, OBS_DIM + 2), torch.zeros(4, ACT_DIM), torch.zeros(4), torch.zeros(4, OBS_DIM + 2),
+                  torch.zeros(4))
+    with pytest.raises(ValueError, match="obs_shape"):  # wrong action size reaches the critic
+        sac.learn(obs, torch.zeros(4, ACT_DIM + 1), torch.zeros(4), obs, torch.zeros(4))
     with pytest.raises(TypeError, match="numeric"):
         dqn.predict(np.array([["a"] * OBS_DIM]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -114,3 +116,26 @@ def adam(params: Any, lr: float, eps: float = 1e-8) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
     except (RuntimeError, TypeError, ValueError):
         return torch.optim.Adam(params, lr=lr, eps=eps)
+
+
+_SHAPE_ERROR_HINTS = ("shape", "size of tensor", "mat1 and mat2", "dimension", "must match the size")
+
+
+def readable_shape_errors(method: Callable) -> Callable:
+    """Turn torch's shape ``RuntimeError`` raised inside the user's model into a ``ValueError`` that
+    names the algorithm method, the input shapes and the fix (e.g. obs of the wrong feature size)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except RuntimeError as err:
+            message = str(err)
+            if not any(hint in message for hint in _SHAPE_ERROR_HINTS):
+                raise
+            shapes = ", ".join(str(tuple(a.shape)) for a in (*args, *kwargs.values()) if hasattr(a, "shape"))
+            raise ValueError(f"{type(self).__name__}.{method.__name__}: the model rejected inputs of shapes "
+                             f"[{shapes}] ({message}); pass obs as [B, *obs_shape] with the observation shape the "
+                             "model was built for, and actions / rewards shaped as the method documents") from err
+
+    return wrapper

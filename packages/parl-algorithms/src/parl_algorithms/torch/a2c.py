@@ -12,7 +12,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive
+from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive, readable_shape_errors
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["A2C"]
@@ -80,6 +80,7 @@ class A2C(Algorithm):
             return logits, (value.squeeze(1) if value.ndim == 2 and value.shape[1] == 1 else value)
         return self._logits(obs), self._value(obs)
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample actions.
 
@@ -92,19 +93,23 @@ class A2C(Algorithm):
         logits, value = self._policy_and_value(obs_batch(obs, "A2C"))
         return Categorical(logits=logits).sample(), value
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Greedy actions int64 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._logits(obs_batch(obs, "A2C")).argmax(dim=-1)
 
+    @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values float32 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._value(obs_batch(obs, "A2C"))
 
+    @readable_shape_errors
     def prob_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(probs float32 [B, num_actions], value float32 [B])``."""
         logits, value = self._policy_and_value(obs_batch(obs, "A2C"))
         return F.softmax(logits, dim=-1), value
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor, target_values: torch.Tensor,
               learning_rate: float | None = None, entropy_coeff: float = -0.01
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, positive, two_q
+from parl_algorithms.torch._common import adam, positive, readable_shape_errors, two_q
 from parl_algorithms.torch.sac import SAC
 from parl_core.torch import Model
 
@@ -126,6 +126,7 @@ class CQL(SAC):
             return (self.alpha * log_prob - data_log_prob).mean(), log_prob
         return super()._actor_loss(obs, action)
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One CQL step on an offline batch (shapes as :meth:`SAC.learn`).

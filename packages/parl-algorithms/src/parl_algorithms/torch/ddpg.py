@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import flat_q, obs_batch
+from parl_algorithms.torch._common import flat_q, obs_batch, readable_shape_errors
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -35,14 +35,17 @@ class DDPG(OffPolicyActorCritic):
                  actor_lr: float | None = None, critic_lr: float | None = None) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
         return self.model.policy(obs_batch(obs, type(self).__name__))
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
         return self.predict(obs)
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One critic step, one actor step, then a soft target update.

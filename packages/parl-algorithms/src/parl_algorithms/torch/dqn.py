@@ -12,7 +12,15 @@ import torch.nn.functional as F
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive, unit_interval
+from parl_algorithms.torch._common import (
+    adam,
+    column,
+    discrete_actions,
+    obs_batch,
+    positive,
+    readable_shape_errors,
+    unit_interval,
+)
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["DQN", "DDQN"]
@@ -61,6 +69,7 @@ class DQN(Algorithm):
                              f"[B, num_actions], got {getattr(q, 'shape', type(q).__name__)}")
         return q
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values of every action.
 
@@ -72,6 +81,7 @@ class DQN(Algorithm):
         """
         return self._q(self.model, obs_batch(obs, type(self).__name__))
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor, epsilon: float = 0.0) -> torch.Tensor:
         """Epsilon-greedy actions.
 
@@ -93,6 +103,7 @@ class DQN(Algorithm):
         next_q_target = self._q(self.target_model, next_obs)
         return functional.td_target(reward, next_q_target.max(dim=1).values, terminal, self.gamma)
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> torch.Tensor:
         """One gradient step on ``loss(Q(s, a), r + gamma * (1 - terminal) * max_a' Q_target(s', a'))``.

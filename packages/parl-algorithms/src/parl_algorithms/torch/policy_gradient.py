@@ -7,7 +7,7 @@ import torch
 from torch.distributions import Categorical
 
 from parl_algorithms._validation import as_float_tensor, check_model_method
-from parl_algorithms.torch._common import adam
+from parl_algorithms.torch._common import adam, readable_shape_errors
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["PolicyGradient"]
@@ -46,6 +46,7 @@ class PolicyGradient(Algorithm):
                              "[B, act_dim] (end the network with softmax)")
         return probs
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Action probabilities.
 
@@ -57,6 +58,7 @@ class PolicyGradient(Algorithm):
         """
         return self._probs(as_float_tensor(obs, "obs"))
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Sample actions from the policy.
 
@@ -68,6 +70,7 @@ class PolicyGradient(Algorithm):
         """
         return Categorical(probs=self.predict(obs)).sample()
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
         """One gradient step on ``mean(-log pi(a|s) * reward)``.
 

@@ -12,7 +12,15 @@ from torch.distributions import Categorical, Normal
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, column, continuous_actions, discrete_actions, obs_batch, positive
+from parl_algorithms.torch._common import (
+    adam,
+    column,
+    continuous_actions,
+    discrete_actions,
+    obs_batch,
+    positive,
+    readable_shape_errors,
+)
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["PPO"]
@@ -107,6 +115,7 @@ class PPO(Algorithm):
         return value
 
     # -- PARL's interface ------------------------------------------------------------------------
+    @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values.
 
@@ -118,6 +127,7 @@ class PPO(Algorithm):
         """
         return self._value(obs_batch(obs, "PPO")).unsqueeze(1)
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for data collection (PARL's return order).
 
@@ -134,6 +144,7 @@ class PPO(Algorithm):
         log_prob, entropy = self._log_prob_entropy(dist, action)
         return self._value(obs).unsqueeze(1), action, log_prob, entropy
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions: the Gaussian mean (continuous) or ``argmax`` of the logits (discrete).
 
@@ -146,6 +157,7 @@ class PPO(Algorithm):
         dist = self._dist(obs_batch(obs, "PPO"))
         return dist.mean if self.continuous_action else dist.logits.argmax(dim=-1)
 
+    @readable_shape_errors
     def learn(self, batch_obs: torch.Tensor, batch_action: torch.Tensor, batch_value: torch.Tensor,
               batch_return: torch.Tensor, batch_logprob: torch.Tensor, batch_adv: torch.Tensor,
               lr: float | None = None) -> tuple[float, float, float]:

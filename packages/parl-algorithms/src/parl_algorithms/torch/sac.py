@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, obs_batch, positive, two_q
+from parl_algorithms.torch._common import adam, obs_batch, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -61,6 +61,7 @@ class SAC(OffPolicyActorCritic):
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
             self.alpha_optimizer = adam([self.log_alpha], lr=lr)
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
         mean, _ = self._policy(obs_batch(obs, type(self).__name__))
@@ -79,6 +80,7 @@ class SAC(OffPolicyActorCritic):
         log_prob = functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
         return torch.tanh(pre_tanh), log_prob
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised sample of the squashed Gaussian policy.
 
@@ -105,6 +107,7 @@ class SAC(OffPolicyActorCritic):
         q1, q2 = two_q(self.model.value(obs, new_action), type(self).__name__)
         return (self.alpha * log_prob - torch.min(q1, q2)).mean(), log_prob
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One critic step, one actor step, one temperature step (if tuning) and a soft target update.

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import flat_q, obs_batch, positive, two_q
+from parl_algorithms.torch._common import flat_q, obs_batch, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -55,14 +55,17 @@ class TD3(OffPolicyActorCritic):
         self.total_it = 0
         self._last_actor_loss = 0.0
 
+    @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
         return self.model.policy(obs_batch(obs, "TD3"))
 
+    @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
         return self.predict(obs)
 
+    @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One critic step; every ``policy_freq`` calls also an actor step and a soft target update.

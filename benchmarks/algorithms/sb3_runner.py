@@ -1,0 +1,131 @@
+"""Stable-Baselines3 counterpart of the examples, with the same hyperparameters, evaluation protocol,
+stop rule and thread settings, writing the same ``summary.json`` fields.
+
+Evaluation (as in the examples): 10 deterministic episodes played in parallel on envs seeded
+``seed + 10000 + i``, run when the examples would run it (PPO / A2C / DQN: once the recent training
+return reaches the trigger, after an update; SAC / TD3: every 1000 env steps after learning starts);
+training stops as soon as the mean reaches the target. The wall clock starts before the envs are made.
+
+Usage::
+
+    python benchmarks/algorithms/sb3_runner.py ppo --seed 0 --logdir /tmp/sb3-ppo-0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+EVAL_EPISODES = 10
+
+
+def evaluate(model, env_id: str, seed: int) -> float:
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
+    while not done.all():
+        action, _ = model.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, _ = envs.step(action)
+        returns += reward * ~done
+        done |= terminated | truncated
+    envs.close()
+    return float(returns.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("algo", choices=["ppo", "dqn", "a2c", "sac", "td3"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    start = time.perf_counter()
+    state = {"eval": float("-inf"), "reached": None, "updates": 0}
+    algo = args.algo
+
+    if algo == "ppo":
+        env_id, target, trigger, total, window = "CartPole-v1", 475.0, 400.0, 100_000, 10
+        env = make_vec_env(env_id, n_envs=8, seed=args.seed)
+        model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98, gae_lambda=0.8,
+                    learning_rate=lambda f: 1e-3 * f, clip_range=lambda f: 0.2 * f, ent_coef=0.0, vf_coef=0.5,
+                    max_grad_norm=0.5, seed=args.seed, device="cpu")
+    elif algo == "a2c":
+        env_id, target, trigger, total, window = "CartPole-v1", 475.0, 400.0, 500_000, 10
+        env = make_vec_env(env_id, n_envs=16, seed=args.seed)
+        model = A2C("MlpPolicy", env, n_steps=16, gamma=0.99, gae_lambda=0.95, learning_rate=3e-3, vf_coef=0.5,
+                    ent_coef=0.01, max_grad_norm=0.5, use_rms_prop=False, seed=args.seed, device="cpu")
+    elif algo == "dqn":
+        env_id, target, trigger, total, window = "CartPole-v1", 475.0, 300.0, 50_000, 5
+        env = make_vec_env(env_id, n_envs=1, seed=args.seed)
+        model = DQN("MlpPolicy", env, learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+                    learning_starts=1000, gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=64,
+                    exploration_fraction=0.16, exploration_final_eps=0.04, max_grad_norm=10,
+                    policy_kwargs=dict(net_arch=[64, 64]), seed=args.seed, device="cpu")
+    elif algo == "sac":
+        env_id, target, total = "Pendulum-v1", -200.0, 20_000
+        env = make_vec_env(env_id, n_envs=1, seed=args.seed)
+        model = SAC("MlpPolicy", env, learning_rate=1e-3, buffer_size=1_000_000, learning_starts=1000,
+                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto",
+                    policy_kwargs=dict(net_arch=[64, 64]), seed=args.seed, device="cpu")
+    else:
+        env_id, target, total = "Pendulum-v1", -200.0, 20_000
+        env = make_vec_env(env_id, n_envs=1, seed=args.seed)
+        model = TD3("MlpPolicy", env, learning_rate=1e-3, buffer_size=200_000, learning_starts=1000,
+                    batch_size=256, tau=0.005, gamma=0.98, train_freq=1, gradient_steps=1, policy_delay=2,
+                    target_policy_noise=0.2, target_noise_clip=0.5,
+                    action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1)),
+                    policy_kwargs=dict(net_arch=[64, 64]), seed=args.seed, device="cpu")
+
+    class StopAtTarget(BaseCallback):
+        """Evaluates where the examples do (after an update) and stops once the target is reached."""
+
+        def _on_rollout_start(self) -> None:
+            steps = self.model.num_timesteps
+            if algo in ("sac", "td3"):
+                due = steps > 1000 and steps % 1000 == 0
+            else:
+                if steps == 0:
+                    return
+                state["updates"] += 1
+                recent = [ep["r"] for ep in list(self.model.ep_info_buffer)[-window:]]
+                due = len(recent) == window or (algo != "dqn" and len(recent) > 0)
+                due = due and float(np.mean(recent)) >= trigger
+                if algo == "a2c":
+                    due = due and state["updates"] % 5 == 0
+            if due:
+                state["eval"] = evaluate(self.model, env_id, args.seed)
+                if state["eval"] >= target:
+                    state["reached"] = (steps, time.perf_counter() - start)
+
+        def _on_step(self) -> bool:
+            return state["reached"] is None
+
+    model.learn(total_timesteps=total, callback=StopAtTarget())
+    steps = model.num_timesteps if state["reached"] is None else state["reached"][0]
+    if state["reached"] is None:
+        state["eval"] = evaluate(model, env_id, args.seed)
+        if state["eval"] >= target:
+            state["reached"] = (steps, time.perf_counter() - start)
+    wall = time.perf_counter() - start if state["reached"] is None else state["reached"][1]
+    result = {"env": env_id, "seed": args.seed, "eval_return_mean": state["eval"], "eval_episodes": EVAL_EPISODES,
+              "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
+              "reached": state["reached"] is not None}
+    os.makedirs(args.logdir, exist_ok=True)
+    with open(os.path.join(args.logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
