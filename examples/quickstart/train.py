@@ -216,6 +216,7 @@ def main(argv=None) -> dict:
                 eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
                 summary.add_scalar("eval/return_mean", eval_mean, env_steps)
                 logger.info("episode %d, env steps %d: eval return %.1f", episodes, env_steps, eval_mean)
+                progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
                 reached = eval_mean >= args.target_return
     progress.close()
     train_wall_s = time.perf_counter() - start
