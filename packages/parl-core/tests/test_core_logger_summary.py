@@ -118,3 +118,18 @@ def test_summary_reaches_disk_without_flush_and_after_several_flushes(tmp_path, 
     summary.add_scalar("a", 2.0, 2)  # a new event file in the same directory
     summary.flush()
     assert _read_scalars(tmp_path) == {"a": [(1, 1.0), (2, 2.0)]}
+
+
+def test_auto_set_dir_keep_new_backup(tmp_path, monkeypatch, clean_logger):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(logger, "_script_name", lambda: "train")
+    first = logger.auto_set_dir()
+    assert first == os.path.join("train_log", "train")
+    logger.info("first run")
+    assert logger.auto_set_dir("k") == first  # keep: append to the same directory
+    new = logger.auto_set_dir("n")
+    assert new != first and new.startswith(first + "-") and os.path.isdir(new)
+    logger.auto_set_dir("b")  # backup: the old directory is renamed, never deleted
+    backups = [d for d in os.listdir("train_log") if d.startswith("train-") and d != os.path.basename(new)]
+    assert backups and "first run" in (tmp_path / "train_log" / backups[0] / "log.log").read_text()
+    assert logger.get_dir() == first and os.listdir(first) == ["log.log"]

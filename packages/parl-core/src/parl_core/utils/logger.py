@@ -162,6 +162,15 @@ def _script_name() -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
+def _unused(path: str) -> str:
+    """``path``, or ``path-1``, ``path-2``, ... whichever does not exist yet."""
+    candidate, n = path, 0
+    while os.path.exists(candidate):
+        n += 1
+        candidate = f"{path}-{n}"
+    return candidate
+
+
 def auto_set_dir(action: str | None = None) -> str:
     """Log to ``./train_log/<name of the running script>`` (PARL's convention).
 
@@ -181,11 +190,11 @@ def auto_set_dir(action: str | None = None) -> str:
                          "'b' (backup) or 'd' (delete)")
     dirname = os.path.join("train_log", _script_name())
     if os.path.isdir(dirname) and action not in (None, "k"):
-        stamp = datetime.datetime.now().strftime("%m%d-%H%M%S")
+        stamped = _unused(f"{dirname}-{datetime.datetime.now().strftime('%m%d-%H%M%S')}")
         if action == "n":
-            dirname = f"{dirname}-{stamp}"
+            dirname = stamped
         elif action == "b":
-            os.rename(dirname, f"{dirname}-{stamp}")
+            os.rename(dirname, stamped)
         else:
             shutil.rmtree(dirname)
     set_dir(dirname)
