@@ -164,6 +164,7 @@ class NumpyBackend:
 
     @property
     def num_params(self) -> int:
+        """Number of parameters evolved (the length of the flat vector)."""
         return sum(self._sizes)
 
     def get_flat(self) -> np.ndarray:
@@ -180,12 +181,15 @@ class NumpyBackend:
         self.model.set_weights(out)
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        """Run the model: ``features`` float32 [B, in_dim] -> numpy [B, out_dim]."""
         return np.asarray(self.model.forward(features))
 
     def copy(self) -> NumpyBackend:
+        """A back end over a deep copy of the model (for a sampling clone)."""
         return NumpyBackend(copy.deepcopy(self.model))
 
     def save(self, directory: str) -> str:
+        """Write the model's parameters into ``directory``; return the file path."""
         path = os.path.join(directory, self.filename)
         arrays = dict(self.model.get_weights())
         meta = getattr(self.model, "meta", None)
@@ -195,6 +199,7 @@ class NumpyBackend:
         return path
 
     def load(self, path: str) -> None:
+        """Load parameters written by :meth:`save`."""
         with np.load(path) as data:
             self.model.set_weights({k: data[k] for k in data.files if k != _MLP_META_KEY})
 
@@ -219,31 +224,38 @@ class TorchBackend:
 
     @property
     def num_params(self) -> int:
+        """Number of parameters evolved (the length of the flat vector)."""
         return sum(p.numel() for p in self._params)
 
     def get_flat(self) -> np.ndarray:
+        """float32 [num_params]: ``parameters()`` concatenated (``parameters_to_vector``)."""
         with self.torch.no_grad():
             return self.torch.nn.utils.parameters_to_vector(self._params).cpu().numpy().astype(np.float32)
 
     def set_flat(self, flat: np.ndarray) -> None:
+        """Copy a float32 [num_params] vector into ``parameters()``."""
         with self.torch.no_grad():
             vec = self.torch.from_numpy(np.ascontiguousarray(flat, dtype=np.float32))
             self.torch.nn.utils.vector_to_parameters(vec.to(self._params[0].device), self._params)
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        """Run the model: ``features`` float32 [B, in_dim] -> numpy [B, out_dim]."""
         with self.torch.no_grad():
             x = self.torch.as_tensor(np.asarray(features, dtype=np.float32), device=self._params[0].device)
             return self.model(x).cpu().numpy()
 
     def copy(self) -> TorchBackend:
+        """A back end over a deep copy of the module (for a sampling clone)."""
         return TorchBackend(copy.deepcopy(self.model))
 
     def save(self, directory: str) -> str:
+        """Write the model's parameters into ``directory``; return the file path."""
         path = os.path.join(directory, self.filename)
         self.torch.save(self.model.state_dict(), path)
         return path
 
     def load(self, path: str) -> None:
+        """Load parameters written by :meth:`save`."""
         state = self.torch.load(path, map_location="cpu", weights_only=True)
         self.model.load_state_dict(state)
 
@@ -263,12 +275,15 @@ class PaddleBackend:
 
     @property
     def num_params(self) -> int:
+        """Number of parameters evolved (the length of the flat vector)."""
         return sum(int(np.prod(p.shape)) for p in self._params)
 
     def get_flat(self) -> np.ndarray:
+        """float32 [num_params]: ``parameters()`` concatenated."""
         return np.concatenate([p.numpy().astype(np.float32).ravel() for p in self._params])
 
     def set_flat(self, flat: np.ndarray) -> None:
+        """Copy a float32 [num_params] vector into ``parameters()``."""
         pos = 0
         for p in self._params:
             size = int(np.prod(p.shape))
@@ -276,18 +291,22 @@ class PaddleBackend:
             pos += size
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        """Run the model: ``features`` float32 [B, in_dim] -> numpy [B, out_dim]."""
         with self.paddle.no_grad():
             return self.model(self.paddle.to_tensor(np.asarray(features, dtype=np.float32))).numpy()
 
     def copy(self) -> PaddleBackend:
+        """A back end over a deep copy of the layer (for a sampling clone)."""
         return PaddleBackend(copy.deepcopy(self.model))
 
     def save(self, directory: str) -> str:
+        """Write the model's parameters into ``directory``; return the file path."""
         path = os.path.join(directory, self.filename)
         self.paddle.save(self.model.state_dict(), path)
         return path
 
     def load(self, path: str) -> None:
+        """Load parameters written by :meth:`save`."""
         self.model.set_state_dict(self.paddle.load(path))
 
 
