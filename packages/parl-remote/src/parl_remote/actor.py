@@ -72,6 +72,7 @@ class ActorConnection:
         self.sock.setsockopt(zmq.LINGER, 1000)
         config.set_keepalive(self.sock)
         self.sock.setsockopt(zmq.RECONNECT_IVL, 100)
+        self.sock.setsockopt(zmq.RCVTIMEO, _POLL_MS)
         self.monitor = self.sock.get_monitor_socket(_MONITOR_EVENTS)
         self.sock.connect(f"tcp://{self.address}")
         self.lock = threading.Lock()
@@ -104,29 +105,26 @@ class ActorConnection:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
             frames = protocol.encode(self.signer, msg_type, rid, payload)
-            copy = len(payload) == 1
             while True:
                 try:
-                    self.sock.send_multipart(frames, flags=zmq.NOBLOCK, copy=copy)
+                    protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
                     break
                 except zmq.Again:  # not connected (yet / any more)
                     time.sleep(0.01)
                     self.check_liveness()
-            sock = self.sock
             while True:
-                if sock.poll(_POLL_MS):
-                    msg = self._recv()
-                    if msg is None:
-                        continue
-                    if msg.req_id == rid:
-                        return msg
-                else:
+                try:
+                    msg = self._recv()  # blocks for at most _POLL_MS (RCVTIMEO)
+                except zmq.Again:
                     self.check_liveness()
+                    continue
+                if msg is not None and msg.req_id == rid:
+                    return msg
 
     def _recv(self) -> Message | None:
         """Reads one message; prints LOG notifications; returns replies."""
         try:
-            msg = protocol.decode(self.signer, self.sock.recv_multipart(copy=False), has_identity=False)
+            msg = protocol.decode(self.signer, protocol.recv_frames(self.sock), has_identity=False)
         except (protocol.Rejected, protocol.Notice) as exc:
             logger.warning("dropped a message from %s: %s", self.where, exc)
             return None
@@ -371,7 +369,7 @@ class Reactor(threading.Thread):
         self.pending[actor][rid] = (future, raw)
         frames = protocol.encode(actor.signer, msg_type, rid, payload)
         try:
-            actor.sock.send_multipart(frames, copy=len(payload) == 1)
+            protocol.send_frames(actor.sock, frames)
         except zmq.ZMQError as exc:
             self.pending[actor].pop(rid, None)
             future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))

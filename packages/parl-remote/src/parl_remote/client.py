@@ -136,7 +136,7 @@ class MasterConnection:
                         f"address, start a cluster with `xparl start --port {self.address.rpartition(':')[2]}`, "
                         "or check the firewall"
                     )
-                frames = self.sock.recv_multipart(copy=False)
+                frames = protocol.recv_frames(self.sock)
                 try:
                     msg = protocol.decode(self.signer, frames, has_identity=False)
                 except protocol.Notice as notice:

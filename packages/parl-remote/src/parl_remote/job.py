@@ -153,37 +153,30 @@ class Job:
             0,
             {"job_id": self.job_id, "address": self.address, "pid": os.getpid()},
         )
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
-        poller.register(self.monitor, zmq.POLLIN)
+        self.router.setsockopt(zmq.RCVTIMEO, _IDLE_POLL_MS)
+        handlers = self.handlers
         while self.running:
-            ready = dict(poller.poll(_IDLE_POLL_MS))
-            if self.router in ready:
-                self._drain_router()
-            if self.monitor in ready:
-                self._on_monitor()
-            if not ready:
-                self._idle_checks()
-            self._flush_output()
-        self._shutdown()
-
-    def _drain_router(self) -> None:
-        for _ in range(1000):
             try:
                 msg = protocol.recv(self.router, self.signer, has_identity=True)
+            except zmq.Again:  # idle for _IDLE_POLL_MS
+                self._on_monitor()
+                self._idle_checks()
+                self._flush_output()
+                continue
             except protocol.Notice:
                 continue
             if msg is not None:
-                handler = self.handlers.get(msg.type)
+                handler = handlers.get(msg.type)
                 if handler is None:
                     logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
                 else:
                     handler(msg)
-            if not self.running or not self.router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                return
+            if self.pending_output:
+                self._flush_output()
+        self._shutdown()
 
     def _on_monitor(self) -> None:
-        while self.monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while self.monitor.poll(0):
             event = zmq.utils.monitor.recv_monitor_message(self.monitor)
             if event["event"] == zmq.EVENT_ACCEPTED:
                 self.peers += 1
