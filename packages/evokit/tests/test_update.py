@@ -142,3 +142,23 @@ def test_update_input_errors(make_config):
         agent.update([SamplingInfo((1,), 7)], [1.0])
     with pytest.raises(Exception, match="clone"):
         agent.add_noise()
+
+
+def test_stale_samples_after_save_and_load_match_in_memory(tmp_path, make_config):
+    """The warehouse survives save_solver / load_solver: an offline updater loaded from disk applies samples of
+    the previous iteration exactly as the agent that never left memory."""
+    config = make_config(optimizer="ADAM", std=0.2, shaping="RANK_CENTERED")
+    agent = ESAgent(NumpyMLP([3, 4, 2], seed=2), config=config)
+    agent.init_solver()
+    clone = agent.clone()
+    old = [clone.add_noise() for _ in range(4)]
+    agent.update(old, [3.0, 1.0, 2.0, 0.0])
+    agent.save_inference_model(tmp_path / "m1")
+    agent.save_solver(tmp_path / "m1")
+    new = [clone.add_noise() for _ in range(4)]
+    infos, rewards = old[:2] + new, [1.0, 5.0, 2.0, 0.5, 4.0, 3.0]
+    loaded = ESAgent(config=config).load_inference_model(tmp_path / "m1").load_solver(tmp_path / "m1")
+    stats_mem = agent.update(infos, rewards)
+    stats_disk = loaded.update(infos, rewards)
+    assert stats_mem["num_stale"] == stats_disk["num_stale"] == 0
+    np.testing.assert_array_equal(loaded.params, agent.params)
