@@ -111,10 +111,16 @@ def evaluate(agent: ESAgent, episodes: int, seed: int) -> tuple[float, int]:
 
 
 def make_samplers(config_text: str, actors: int, pop: int, seed: int) -> tuple[list, str]:
-    """``actors`` parl-remote actors (embedded local cluster), or one in-process sampler when ``actors == 0``."""
+    """``actors`` parl-remote actors (embedded local cluster), or one in-process sampler when ``actors == 0``
+    or when parl-remote is not installed (``pip install "parl-evokit[remote]"``)."""
+    try:
+        import parl_remote
+    except ImportError:
+        if actors > 0:
+            print("parl-remote is not installed: sampling in-process (pip install 'parl-evokit[remote]')", flush=True)
+        actors = 0
     if actors <= 0:
         return [CartPoleSampler(config_text, 1000 * seed, pop)], "in-process"
-    import parl_remote
 
     parl_remote.connect()
     remote_sampler = parl_remote.remote_class(wait=False)(CartPoleSampler)

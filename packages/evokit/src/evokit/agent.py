@@ -170,6 +170,9 @@ class ESAgent:
                 iteration, so a run is reproducible. Default: 0, 1, 2, ... per master. Sampling agents in
                 different processes must get different ids, or they draw the same noise.
 
+        Clones may run in different threads (each has its own model copy and key generator), but ``update``
+        must not run while they call ``add_noise``.
+
         Returns:
             A sampling :class:`ESAgent` with its own copy of the model.
 
