@@ -6,9 +6,9 @@ serialises threads). Future-mode actors (``wait=False``) hand their socket to th
 ``Reactor`` thread after ``__init__``: callers queue requests and get ``RemoteFuture`` objects at
 once, many calls can be in flight, and replies (executed in order by the job) complete the futures.
 
-Liveness: libzmq heartbeats (ZMTP PING/PONG, in libzmq's own I/O thread) run on every connection; a
-socket monitor reports when the connection to the job closes. A connection that stays closed for
-``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is asked why, and every pending and later
+Liveness: TCP keepalive (run by the kernel, so no GIL) on every connection; a socket monitor reports
+when the connection to the job closes (at once for a killed process on a reachable host). A
+connection that stays closed for ``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is asked why, and every pending and later
 call raises ``ActorDiedError`` with that cause.
 """
 

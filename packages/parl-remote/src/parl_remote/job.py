@@ -6,9 +6,9 @@ class, its arguments and the hash of the shipped files), then ``CALL`` / ``GET_A
 requests, which run **in order in the main thread**; replies carry the request ids. ``DELETE`` ends
 the job.
 
-Liveness needs no Python thread: libzmq answers the client's ZMTP heartbeats from its own I/O thread
-(no GIL), so a CPU-bound method never makes the actor look dead. The job exits when its client's
-connection stays closed for ``CLIENT_GONE_GRACE_S`` (client died), or when its worker disappears
+Liveness needs no Python thread: the connection is watched by TCP keepalive in the kernel (no GIL),
+so a CPU-bound method never makes the actor look dead. The job exits when its client's connection
+stays closed for ``CLIENT_GONE_GRACE_S`` (client died), or when its worker disappears
 (``PR_SET_PDEATHSIG`` on Linux, and a parent-pid check while idle).
 
 Output: fd 1 and 2 are redirected to the actor's log file ``<log dir>/<actor id>.log``; what Python

@@ -252,27 +252,26 @@ def decode(signer: Signer, frames: list, has_identity: bool) -> Message:
     head = frames[0]
     if len(head) < _MIN_HEAD:
         raise Rejected("malformed message", MsgType.AUTH_FAILED)
-    view = memoryview(head)
-    header = bytes(view[: HEADER.size])
-    magic, version, raw_type, req_id = HEADER.unpack(header)
+    magic, version, raw_type, req_id = HEADER.unpack_from(head)
     if magic != MAGIC:
         raise Rejected("not an xparl message", MsgType.AUTH_FAILED)
-    signature = bytes(view[HEADER.size : _MIN_HEAD])
+    view = memoryview(head)
+    signature = view[HEADER.size : _MIN_HEAD]
     body = view[_MIN_HEAD:]
     if raw_type in _NOTICE_VALUES and signature == _NO_SIGNATURE:
         raise Notice(MsgType(raw_type), bytes(body[:1000]).decode(errors="replace"))
     if version != PROTOCOL_VERSION:
         raise Rejected(f"protocol version {version} != {PROTOCOL_VERSION}", MsgType.VERSION_MISMATCH)
     buffers = frames[1:]
-    if not signer.verify(header, signature, body, buffers):
+    if not signer.verify(bytes(view[: HEADER.size]), signature, body, buffers):
         raise Rejected("bad signature (wrong token?)", MsgType.AUTH_FAILED)
-    try:
-        msg_type = MsgType(raw_type)
-    except ValueError:
-        raise Rejected(f"unknown message type {raw_type}", None) from None
+    msg_type = _TYPES.get(raw_type)
+    if msg_type is None:
+        raise Rejected(f"unknown message type {raw_type}", None)
     return Message(msg_type, req_id, [body, *buffers], identity)
 
 
+_TYPES = {int(t): t for t in MsgType}
 _NOTICE_VALUES = {int(t) for t in _NOTICES}
 
 
