@@ -125,6 +125,8 @@ def test_sampling_state_lets_another_agent_draw_the_masters_samples(make_config)
         np.testing.assert_array_equal(worker.candidate_params(info), master.candidate_params(info))
     master.update(infos, [0.0, 1.0, 2.0])
     assert master.model_iter_id == 3
+    with pytest.raises(SolverStateError, match="another master"):
+        worker.update(infos, [0.0, 1.0, 2.0])
 
 
 @pytest.mark.filterwarnings("ignore:No ccache found:UserWarning")

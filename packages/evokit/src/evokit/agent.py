@@ -66,6 +66,7 @@ class ESAgent:
         self._rng: np.random.Generator | None = None
         self._pending: tuple[tuple[int, ...], int] | None = None
         self._next_sampler_id = 0
+        self._follows_master = False
         if config is not None:
             self.load_config(config)
 
@@ -131,6 +132,7 @@ class ESAgent:
         self._require_master("init_solver")
         self._require_model("init_solver")
         self._solver = make_solver(self.config.solver, self._backend.get_flat())
+        self._follows_master = False
         self.model_iter_id = 0
         self._warehouse = OrderedDict()
         self._store_snapshot()
@@ -265,6 +267,9 @@ class ESAgent:
         """
         self._require_master("update")
         self._require_solver("update")
+        if self._follows_master:
+            raise SolverStateError("this agent draws samples for another master (set_sampling_state); send the "
+                                   "samples to that master's update()")
         infos = list(sampling_infos)
         rewards_arr = np.asarray(rewards, dtype=np.float64).ravel()
         if len(infos) != rewards_arr.shape[0]:
@@ -310,9 +315,11 @@ class ESAgent:
 
     def set_sampling_state(self, state: dict[str, np.ndarray]) -> None:
         """Adopt a master's :meth:`get_sampling_state` on a sampling-side master (after ``init_solver``), so that
-        its clones draw samples of that iteration. Its own updates are not meant to be used afterwards."""
+        its clones draw samples of that iteration. Afterwards its own ``update`` raises SolverStateError (its solver
+        does not follow the master's); ``init_solver`` or ``load_solver`` make it a master again."""
         self._require_master("set_sampling_state")
         self._require_solver("set_sampling_state")
+        self._follows_master = True
         it = int(state["model_iter_id"])
         snapshot = {k: np.asarray(v) for k, v in state.items() if k != "model_iter_id"}
         self.model_iter_id = it
@@ -392,6 +399,7 @@ class ESAgent:
             prefix = f"warehouse/{it}/"
             warehouse[int(it)] = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
         self._solver = solver
+        self._follows_master = False
         self._warehouse = warehouse
         self.model_iter_id = int(arrays["meta/model_iter_id"])
         self._trim_warehouse()
