@@ -378,7 +378,8 @@ def report(res: dict, args) -> str:
     ok = sync_ratio_pool >= 1.1 and sync_ratio_zmq >= 0.55
     lines.append(
         f"| R1 sync trivial call | {sync['parl-remote']:,.0f} calls/s ({sync_ratio_pool:.2f}x Pool.apply, "
-        f"{sync_ratio_zmq:.0%} of raw zmq) | {peers} | >= 1.1x Pool.apply, >= 55% of raw zmq | {'yes' if ok else 'no'} |"
+        f"{sync_ratio_zmq:.0%} of raw zmq) | {peers} | >= 1.1x Pool.apply, >= 55% of raw zmq | "
+        f"{'yes' if ok else 'no'} |"
     )
     peers = ", ".join(f"{k} {v:,.0f}/s" for k, v in pipe.items() if k != "parl-remote")
     lines.append(

@@ -8,8 +8,8 @@ once, many calls can be in flight, and replies (executed in order by the job) co
 
 Liveness: TCP keepalive (run by the kernel, so no GIL) on every connection; a socket monitor reports
 when the connection to the job closes (at once for a killed process on a reachable host). A
-connection that stays closed for ``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is asked why, and every pending and later
-call raises ``ActorDiedError`` with that cause.
+connection that stays closed for ``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is
+asked why, and every pending and later call raises ``ActorDiedError`` with that cause.
 """
 
 from __future__ import annotations
