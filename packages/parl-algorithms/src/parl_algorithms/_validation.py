@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_model_method", "as_float_tensor", "check_batch"]
+__all__ = ["check_model_method", "as_float_tensor"]
 
 
 def check_model_method(model: Any, method: str, algo_name: str) -> None:
@@ -59,30 +59,3 @@ def as_float_tensor(value: Any, name: str, device: Any = None) -> Any:
         raise TypeError(f"{name} must be numeric, got dtype {array.dtype}; pass np.asarray(x, dtype=np.float32)")
     return torch.as_tensor(array, dtype=torch.float32, device=device)
 
-
-def check_batch(name: str, tensor: Any, ndim: int | tuple[int, ...], batch: int | None = None,
-                last_dim: int | None = None, hint: str = "") -> None:
-    """Raise ``ValueError`` when ``tensor`` has the wrong rank, batch size or last dimension.
-
-    Args:
-        name: argument name for the message.
-        tensor: the tensor to check.
-        ndim: the allowed rank(s).
-        batch: required size of axis 0, if given.
-        last_dim: required size of the last axis, if given.
-        hint: extra text appended to the message (how to fix it).
-
-    Raises:
-        ValueError: the shape does not fit.
-    """
-    allowed = (ndim,) if isinstance(ndim, int) else ndim
-    shape = tuple(tensor.shape)
-    if len(shape) not in allowed:
-        raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {shape}"
-                         + (f"; {hint}" if hint else ""))
-    if batch is not None and shape[0] != batch:
-        raise ValueError(f"{name} has batch size {shape[0]} but obs has {batch}; pass one row per observation"
-                         + (f"; {hint}" if hint else ""))
-    if last_dim is not None and shape[-1] != last_dim:
-        raise ValueError(f"{name} has last dimension {shape[-1]}, expected {last_dim}"
-                         + (f"; {hint}" if hint else ""))

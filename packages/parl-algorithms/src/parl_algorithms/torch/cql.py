@@ -87,7 +87,7 @@ class CQL(SAC):
         bellman = F.mse_loss(q1, target) + F.mse_loss(q2, target)
 
         batch, act_dim, k = obs.shape[0], action.shape[1], self.num_random
-        random_actions = torch.empty(batch * k, act_dim).uniform_(-1.0, 1.0)
+        random_actions = torch.empty(batch * k, act_dim, device=obs.device).uniform_(-1.0, 1.0)
         obs_rep = obs.repeat_interleave(k, dim=0)
         next_obs_rep = next_obs.repeat_interleave(k, dim=0)
         with torch.no_grad():

@@ -96,8 +96,8 @@ class DQN(Algorithm):
         greedy = q.argmax(dim=1)
         if epsilon <= 0:
             return greedy
-        explore = torch.rand(q.shape[0]) < epsilon
-        return torch.where(explore, torch.randint(q.shape[1], (q.shape[0],)), greedy)
+        explore = torch.rand(q.shape[0], device=q.device) < epsilon
+        return torch.where(explore, torch.randint(q.shape[1], (q.shape[0],), device=q.device), greedy)
 
     def _target(self, reward: torch.Tensor, next_obs: torch.Tensor, terminal: torch.Tensor) -> torch.Tensor:
         next_q_target = self._q(self.target_model, next_obs)

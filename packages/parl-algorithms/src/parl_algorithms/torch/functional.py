@@ -142,7 +142,8 @@ def target_policy_smoothing(next_action: torch.Tensor, policy_noise: float, nois
     if policy_noise < 0 or noise_clip < 0 or max_action <= 0:
         raise ValueError(f"policy_noise ({policy_noise}) and noise_clip ({noise_clip}) must be >= 0 and "
                          f"max_action ({max_action}) > 0")
-    noise = torch.randn(next_action.shape, generator=generator, dtype=next_action.dtype) * policy_noise
+    noise = torch.randn(next_action.shape, generator=generator, dtype=next_action.dtype,
+                        device=next_action.device) * policy_noise
     noise = noise.clamp(-noise_clip, noise_clip)
     return (next_action + noise).clamp(-max_action, max_action)
 
