@@ -89,9 +89,19 @@ def test_large_numpy_roundtrip(connected):
     np = pytest.importorskip("numpy")
     counter = Counter()
     array = np.arange(3 * 2**20, dtype=np.float32).reshape(3, 2**20)
+    import pathlib
+
+    from parl_remote import shm
+
+    before = set(pathlib.Path("/dev/shm").glob("xparl-*")) if shm.available() else set()
     (back,), _ = counter.echo(array)
     assert back.dtype == np.float32 and back.shape == array.shape
     np.testing.assert_array_equal(back, array)
+    assert counter._xparl_actor.same_host == shm.available()
+    if shm.available():  # the same-host path maps and unlinks its files at once
+        assert set(pathlib.Path("/dev/shm").glob("xparl-*")) <= before
+    small = np.arange(10, dtype=np.int64)  # small arrays stay in-band
+    np.testing.assert_array_equal(counter.echo(small)[0][0], small)
 
 
 def test_user_exception_is_remote_and_original_type(connected):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import pickle
+import subprocess
+import sys
 import time
 
 import pytest
@@ -40,7 +43,7 @@ def _send_raw(address: str, frames: list, timeout_ms: int = 2000) -> list | None
 
 
 def _evil_frames(marker: pathlib.Path, token: str | None, version: int = protocol.PROTOCOL_VERSION) -> list:
-    header = protocol.HEADER.pack(protocol.MAGIC, version, protocol.MsgType.STATUS, 1)
+    header = protocol.HEADER.pack(protocol.MAGIC, version, protocol.MsgType.STATUS, 0, 1)
     body = pickle.dumps(_Touch(str(marker)))
     signature = protocol.Signer(token).sign(header, body) if token else b"\x01" * 32
     return [header + signature + body]
@@ -118,3 +121,24 @@ def test_unreachable_master(monkeypatch):
     assert time.monotonic() - start < 3
     with pytest.raises(ValueError, match="host:port"):
         xparl.connect("no-port-here", token="t")
+
+
+def test_shm_sweep_removes_files_of_dead_senders(tmp_path):
+    from parl_remote import shm
+
+    if not shm.available():
+        pytest.skip("no /dev/shm on this machine")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    orphan = shm.SHM_DIR / f"xparl-{proc.pid}-deadbeef"
+    orphan.write_bytes(b"x")
+    mine = shm.SHM_DIR / f"xparl-{os.getpid()}-cafecafe"
+    mine.write_bytes(b"x")
+    try:
+        assert shm.sweep() >= 1
+        assert not orphan.exists() and mine.exists()
+        with pytest.raises(ValueError, match="refusing"):
+            shm.restore(shm._ENTRY.pack(shm.KIND_SHM, b"../etc/passwd", 1), [])
+    finally:
+        mine.unlink(missing_ok=True)
+        orphan.unlink(missing_ok=True)

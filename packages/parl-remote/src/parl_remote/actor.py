@@ -82,6 +82,7 @@ class ActorConnection:
         self.down_since: float | None = time.monotonic()
         self.dead: ActorDiedError | None = None
         self.closed = False
+        self.same_host = False  # set after INIT: large buffers then travel through /dev/shm
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
 
@@ -104,7 +105,7 @@ class ActorConnection:
             if self.closed:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
-            frames = protocol.encode(self.signer, msg_type, rid, payload)
+            frames = protocol.encode(self.signer, msg_type, rid, payload, self.same_host)
             while True:
                 try:
                     protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
@@ -282,10 +283,13 @@ class Reactor(threading.Thread):
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
         self.stopping = False
+        self.sleeping = False  # set by the reactor before it blocks; submitters wake it only then
         self.actors: dict[zmq.Socket, ActorConnection] = {}
         self.pending: dict[ActorConnection, dict[int, tuple[RemoteFuture, bool]]] = {}
 
     def _wake(self) -> None:
+        if not self.sleeping:  # the reactor checks the queue again after setting `sleeping`
+            return
         try:
             os.write(self.wake_w, b"x")
         except (BlockingIOError, OSError):
@@ -328,7 +332,9 @@ class Reactor(threading.Thread):
         running = True
         last_check = time.monotonic()
         while running:
-            ready = dict(poller.poll(_POLL_MS))
+            self.sleeping = True
+            ready = dict(poller.poll(0 if self.commands else _POLL_MS))
+            self.sleeping = False
             if self.wake_r in ready:
                 try:
                     os.read(self.wake_r, 65536)
@@ -367,7 +373,7 @@ class Reactor(threading.Thread):
             return
         rid = next(actor.ids)
         self.pending[actor][rid] = (future, raw)
-        frames = protocol.encode(actor.signer, msg_type, rid, payload)
+        frames = protocol.encode(actor.signer, msg_type, rid, payload, actor.same_host)
         try:
             protocol.send_frames(actor.sock, frames)
         except zmq.ZMQError as exc:

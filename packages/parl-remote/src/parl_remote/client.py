@@ -24,7 +24,7 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization
+from parl_remote import config, files, protocol, serialization, shm
 from parl_remote.actor import ActorConnection, Reactor
 from parl_remote.errors import (
     AuthenticationError,
@@ -339,6 +339,7 @@ class Client:
             "files_hash": files_hash,
             "args": (args, kwargs),
             "forward_output": forward,
+            "host_id": shm.host_id() if shm.available() else "",
         }
         try:
             payload = serialization.dumps(init_body)
@@ -348,7 +349,8 @@ class Client:
                     actor.request(MsgType.FILES, serialization.dumps({"files_hash": files_hash, "files": bundle}))
                 )
                 reply = actor.request(MsgType.INIT, payload)
-            actor.result_of(reply)
+            info = actor.result_of(reply)
+            actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
         except BaseException:
             actor.close()
             raise

@@ -38,6 +38,8 @@ DEFAULTS: dict[str, float] = {
     "WORKER_POLL_S": 0.1,
     # master restart: a worker that lost its master retries with back-off up to this interval
     "RECONNECT_MAX_INTERVAL_S": 2.0,
+    # same-host buffers at least this large travel through /dev/shm instead of TCP (shm.py)
+    "SHM_MIN_BYTES": 1 << 20,
     # how many ended actors the master keeps listed in status()
     "DEAD_ACTORS_KEPT": 100,
 }

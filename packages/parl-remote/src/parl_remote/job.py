@@ -32,7 +32,7 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization
+from parl_remote import config, files, protocol, serialization, shm
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -130,6 +130,7 @@ class Job:
         self.class_name = ""
         self.pending_output: list | None = None
         self.client: bytes | None = None
+        self.peer_same_host = False
         self.peers = 0
         self.alone_since: float | None = None
         self.running = True
@@ -219,7 +220,10 @@ class Job:
             msg_type = MsgType.ERROR
             payload = serialization.dumps(_error_body(exc, traceback.format_exc()))
         try:
-            protocol.send(self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload)
+            protocol.send(
+                self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload,
+                use_shm=self.peer_same_host,
+            )  # fmt: skip
         except zmq.ZMQError as exc:
             logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
@@ -265,6 +269,7 @@ class Job:
             os.chdir(folder)
         self.client = msg.identity
         self.actor_id = body["actor_id"]
+        self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
         self._open_log(body.get("forward_output", True))
         try:
             cls = self._load_class(body)
@@ -276,7 +281,7 @@ class Job:
                 raise
             self._reply_error(msg, exc)
             return
-        self._reply(msg, {"pid": os.getpid()})
+        self._reply(msg, {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""})
 
     def _load_class(self, body: dict) -> type:
         ref = body.get("class_ref")

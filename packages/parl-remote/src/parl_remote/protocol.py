@@ -3,13 +3,15 @@
 Every message is a zmq multipart message. On a ROUTER socket it is preceded by the peer's routing
 identity frame; DEALER sockets send and receive it bare::
 
-    frame 0   head      HEADER (15 bytes, struct "!4sHBQ": magic b"XPRL", PROTOCOL_VERSION u16,
-                        MsgType u8, request id u64; 0 for notifications)
+    frame 0   head      HEADER (16 bytes, struct "!4sHBBQ": magic b"XPRL", PROTOCOL_VERSION u16,
+                        MsgType u8, flags u8, request id u64; 0 for notifications)
                         || SIGNATURE (32 bytes)
                         || BODY (pickle protocol 5 stream of the message body, ``serialization.dumps``)
-    frame 1+  buffers   the body's out-of-band buffers (large arrays), one zero-copy frame each
+    frame 1+  buffers   the body's out-of-band buffers (large arrays), one zero-copy frame each;
+                        with flag FLAG_SHM, frame 1 is a manifest naming same-host shared-memory files
+                        that replace the large buffers (``shm.py``)
 
-    SIGNATURE = HMAC-SHA256(token, HEADER || BODY || for each buffer: len (u64 BE) || bytes)
+    SIGNATURE = HMAC-SHA256(token, HEADER || BODY || for each later frame: len (u64 BE) || bytes)
 
 A small message is one frame (each extra frame costs a send call: measured, 3 frames halved the call
 rate). A message whose signature does not verify is dropped and logged **before anything is
@@ -34,13 +36,14 @@ from typing import Any
 
 import zmq
 
-from parl_remote import serialization
+from parl_remote import serialization, shm
 
 logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 MAGIC = b"XPRL"
-HEADER = struct.Struct("!4sHBQ")
+HEADER = struct.Struct("!4sHBBQ")
+FLAG_SHM = 1  # frame 1 is a shared-memory manifest (``shm.py``)
 _LEN = struct.Struct("!Q")
 SIGNATURE_BYTES = 32
 
@@ -139,11 +142,22 @@ class Message:
         return serialization.loads(self.payload)
 
 
-def encode(signer: Signer, msg_type: MsgType, req_id: int, payload: list) -> list:
-    """Returns the frames ``[head, *buffers]`` of a message whose payload is ``[stream, *buffers]``."""
-    header = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, req_id)
+def encode(signer: Signer, msg_type: MsgType, req_id: int, payload: list, use_shm: bool = False) -> list:
+    """Returns the frames ``[head, *buffers]`` of a message whose payload is ``[stream, *buffers]``.
+
+    Args:
+        use_shm: the peer runs on this host: large buffers travel through shared memory (``shm.py``).
+    """
     stream = payload[0]
     buffers = payload[1:]
+    flags = 0
+    if use_shm and buffers:
+        exported = shm.export(buffers)
+        if exported is not None:
+            manifest, inline = exported
+            buffers = [manifest, *inline]
+            flags = FLAG_SHM
+    header = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, flags, req_id)
     return [header + signer.sign(header, stream, buffers) + bytes(stream), *buffers]
 
 
@@ -156,6 +170,7 @@ def send(
     identity: bytes | None = None,
     payload: list | None = None,
     flags: int = 0,
+    use_shm: bool = False,
 ) -> None:
     """Signs and sends a message.
 
@@ -168,10 +183,11 @@ def send(
         identity: the routing identity for a ROUTER socket.
         payload: already serialised payload frames (``serialization.dumps``).
         flags: zmq send flags (e.g. ``zmq.NOBLOCK``).
+        use_shm: the peer runs on this host (large buffers through shared memory).
     """
     if payload is None:
         payload = serialization.dumps(body)
-    frames = encode(signer, msg_type, req_id, payload)
+    frames = encode(signer, msg_type, req_id, payload, use_shm)
     send_frames(sock, frames, identity, flags)
 
 
@@ -185,7 +201,8 @@ def send_frames(sock: zmq.Socket, frames: list, identity: bytes | None = None, f
     sock.send(frames[0], flags | zmq.SNDMORE, copy=True)
     last = len(frames) - 1
     for i in range(1, len(frames)):
-        sock.send(frames[i], flags | (zmq.SNDMORE if i < last else 0), copy=False)
+        frame = frames[i]
+        sock.send(frame, flags | (zmq.SNDMORE if i < last else 0), copy=len(frame) < 65536)
 
 
 def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
@@ -198,7 +215,7 @@ def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
 
 def send_notice(sock: zmq.Socket, msg_type: MsgType, text: str, identity: bytes | None = None) -> None:
     """Sends an unsigned AUTH_FAILED / VERSION_MISMATCH notice carrying only ``text``."""
-    head = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, 0) + _NO_SIGNATURE + text.encode()[:1000]
+    head = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, 0, 0) + _NO_SIGNATURE + text.encode()[:1000]
     try:
         send_frames(sock, [head], identity, zmq.NOBLOCK)
     except zmq.ZMQError:
@@ -252,7 +269,7 @@ def decode(signer: Signer, frames: list, has_identity: bool) -> Message:
     head = frames[0]
     if len(head) < _MIN_HEAD:
         raise Rejected("malformed message", MsgType.AUTH_FAILED)
-    magic, version, raw_type, req_id = HEADER.unpack_from(head)
+    magic, version, raw_type, msg_flags, req_id = HEADER.unpack_from(head)
     if magic != MAGIC:
         raise Rejected("not an xparl message", MsgType.AUTH_FAILED)
     view = memoryview(head)
@@ -268,6 +285,11 @@ def decode(signer: Signer, frames: list, has_identity: bool) -> Message:
     msg_type = _TYPES.get(raw_type)
     if msg_type is None:
         raise Rejected(f"unknown message type {raw_type}", None)
+    if msg_flags & FLAG_SHM and buffers:
+        try:
+            buffers = shm.restore(buffers[0], buffers[1:])
+        except (OSError, ValueError, StopIteration) as exc:
+            raise Rejected(f"shared-memory buffers unavailable: {exc}", None) from None
     return Message(msg_type, req_id, [body, *buffers], identity)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import psutil
 import zmq
 
-from parl_remote import __version__, config, protocol
+from parl_remote import __version__, config, protocol, shm
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ class Worker:
         self.last_master_reply = time.monotonic()
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
+        self.next_sweep = 0.0
         self.running = True
         self.zygote: subprocess.Popen | None = None
         self.zygote_buf = b""
@@ -368,6 +369,9 @@ class Worker:
                 self._drain(self.master, self.handlers, has_identity=False)
             self._check_jobs()
             now = time.monotonic()
+            if now >= self.next_sweep:
+                self.next_sweep = now + 10.0
+                shm.sweep()
             if now >= self.next_heartbeat:
                 self.next_heartbeat = now + interval_s
                 self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
