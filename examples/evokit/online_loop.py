@@ -13,7 +13,9 @@ The tutorial's three programs, as subcommands of this file (each builds its agen
 ``loop`` runs ``init`` then ``--rounds`` rounds of ``sample`` + ``update`` and evaluates each new model (greedy,
 ``--eval-episodes`` episodes); it stops at the first round whose model reaches 500. With ``--subprocess`` every
 phase runs in a fresh Python process, as the tutorial's shell loop does; otherwise the phases run in this process
-(still sharing nothing but the files).
+(still sharing nothing but the files). ``--stale-fraction 0.5`` makes half of each round's traffic come from
+servers still running the previous model, as in EvoKit's async mode: their samples carry the older
+``model_iter_id`` and the update applies them through the model warehouse kept in ``solver.npz``.
 
 Usage::
 
@@ -70,22 +72,30 @@ def init_solver(config: str, logdir: str, seed: int) -> None:
     agent.save_solver(model_dir(logdir, 0))
 
 
-def online_sampling(config: str, logdir: str, k: int, samples: int, seed: int) -> int:
-    """Round k's online sampling: returns the env steps served; appends to ``sampling_log_<k>``."""
-    agent = ESAgent()
-    agent.load_config(config)
-    agent.load_inference_model(model_dir(logdir, k))
-    agent.load_solver(model_dir(logdir, k))
-    sampling_agents = [agent.clone(sampler_id=1000 * seed + i) for i in range(2)]
+def online_sampling(config: str, logdir: str, k: int, samples: int, seed: int, stale_fraction: float = 0.0) -> int:
+    """Round k's online sampling into ``sampling_log_<k>``; returns the env steps served.
+
+    With ``stale_fraction`` > 0 (and k > 0) that share of the samples is served by servers still running model
+    k - 1 (their ``SamplingInfo`` says so); the offline update applies them through the model warehouse.
+    """
     env = gym.make("CartPole-v1")
     steps = 0
+    n_stale = 2 * round(samples * stale_fraction / 2) if k > 0 else 0
     with SamplingLogWriter(os.path.join(logdir, f"sampling_log_{k}"), "wb") as log:
-        for i in range(samples):
-            sampling_agent = sampling_agents[(i // 2) % len(sampling_agents)]  # mirrored pairs from one clone
-            sampling_info = sampling_agent.add_noise()
-            reward, n = play(sampling_agent, env, seed=10**6 * seed + 1000 * k + i // 2)
-            log.write(reward, sampling_info)
-            steps += n
+        for model_k, n_samples in ((k - 1, n_stale), (k, samples - n_stale)):
+            if n_samples <= 0:
+                continue
+            agent = ESAgent()
+            agent.load_config(config)
+            agent.load_inference_model(model_dir(logdir, model_k))
+            agent.load_solver(model_dir(logdir, model_k))
+            sampling_agents = [agent.clone(sampler_id=1000 * seed + 10 * (k - model_k) + i) for i in range(2)]
+            for i in range(n_samples):
+                sampling_agent = sampling_agents[(i // 2) % len(sampling_agents)]  # mirrored pairs from one clone
+                sampling_info = sampling_agent.add_noise()
+                reward, n = play(sampling_agent, env, seed=10**6 * seed + 1000 * k + 500 * (k - model_k) + i // 2)
+                log.write(reward, sampling_info)
+                steps += n
     env.close()
     return steps
 
@@ -119,7 +129,7 @@ def evaluate(logdir: str, k: int, episodes: int) -> tuple[float, int]:
 def run_phase(args: argparse.Namespace, *phase: str) -> None:
     """Run one phase in a fresh process (``--subprocess``), as the tutorial's shell loop does."""
     cmd = [sys.executable, os.path.abspath(__file__), *phase, "--config", args.config, "--logdir", args.logdir,
-           "--seed", str(args.seed), "--samples", str(args.samples)]
+           "--seed", str(args.seed), "--samples", str(args.samples), "--stale-fraction", str(args.stale_fraction)]
     subprocess.run(cmd, check=True)
 
 
@@ -138,7 +148,7 @@ def loop(args: argparse.Namespace) -> dict:
             _, rewards = read_sampling_log(os.path.join(args.logdir, f"sampling_log_{k}"))
             steps = -1
         else:
-            steps = online_sampling(args.config, args.logdir, k, args.samples, args.seed)
+            steps = online_sampling(args.config, args.logdir, k, args.samples, args.seed, args.stale_fraction)
             offline_update(args.config, args.logdir, k)
             _, rewards = read_sampling_log(os.path.join(args.logdir, f"sampling_log_{k}"))
         env_steps += steps if steps >= 0 else 0
@@ -150,7 +160,8 @@ def loop(args: argparse.Namespace) -> dict:
             break
     summary = {
         "env": "CartPole-v1", "algorithm": "evokit BASIC_ES, online sampling / offline update",
-        "seed": args.seed, "samples_per_round": args.samples, "eval_return_mean": eval_return,
+        "seed": args.seed, "samples_per_round": args.samples, "stale_fraction": args.stale_fraction,
+        "eval_return_mean": eval_return,
         "eval_episodes": args.eval_episodes, "env_steps": env_steps if not args.subprocess else None,
         "rounds": len(rows), "rounds_to_500": solved_round, "solved": solved_round is not None,
         "subprocess": args.subprocess, "wall_s": round(time.monotonic() - start, 3), "history": rows,
@@ -173,13 +184,15 @@ def main(argv: list[str] | None = None) -> dict | None:
     parser.add_argument("--samples", type=int, default=100, help="online samples per round (mirrored pairs)")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--subprocess", action="store_true", help="run each phase in a fresh process")
+    parser.add_argument("--stale-fraction", type=float, default=0.0,
+                        help="share of each round's samples served by the previous model (async servers)")
     args = parser.parse_args(argv)
     if args.phase == "loop":
         return loop(args)
     if args.phase == "init":
         init_solver(args.config, args.logdir, args.seed)
     elif args.phase == "sample":
-        online_sampling(args.config, args.logdir, args.round, args.samples, args.seed)
+        online_sampling(args.config, args.logdir, args.round, args.samples, args.seed, args.stale_fraction)
     else:
         offline_update(args.config, args.logdir, args.round)
     return None
