@@ -139,8 +139,10 @@ def _message_classes() -> dict[str, type]:
                 field.default_value = default
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-            for name in _MESSAGES}
+    get_class = getattr(message_factory, "GetMessageClass", None)  # protobuf >= 4.22
+    if get_class is None:  # pragma: no cover - older protobuf
+        get_class = message_factory.MessageFactory(pool).GetPrototype
+    return {name: get_class(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}")) for name in _MESSAGES}
 
 
 def __getattr__(name: str) -> Any:
