@@ -34,7 +34,8 @@ PACKAGES = {
 # What each package's test session installs from the tree (siblings in dependency order).
 SIBLINGS = {
     "parl-core": ["parl-core"],
-    "parl-algorithms": ["parl-core", "parl-algorithms"],
+    # the examples (run as subprocesses by these tests) are written PARL-style against `import parl`
+    "parl-algorithms": list(PACKAGES),
     "parl-remote": ["parl-remote"],
     "parl-monitor": ["parl-remote", "parl-monitor"],
     "evokit": ["parl-remote", "evokit"],
@@ -45,8 +46,8 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15"),
     "parl-algorithms": (),
-    "parl-remote": (),
-    "parl-monitor": (),
+    "parl-remote": ("numpy>=1.24",),
+    "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6"),
     "parl": (),
 }

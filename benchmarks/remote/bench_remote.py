@@ -178,6 +178,12 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def timed_median(fn, repeats: int = 5) -> float:
+    """Median duration of ``repeats`` calls (one warm-up call first)."""
+    fn()
+    return statistics.median(timed(fn) for _ in range(repeats))
+
+
 def interleave(rounds: int, contenders: dict) -> dict[str, list[float]]:
     results = {name: [] for name in contenders}
     for _ in range(rounds):
@@ -255,13 +261,13 @@ def bench_calls(rounds: int, use_ray: bool) -> dict:
 
     echo = {}
     for mb, array in arrays.items():
-        echo[f"parl-remote {mb} MiB"] = lambda a=array: timed(lambda: actor.echo(a)) * 1000
-        echo[f"raw zmq {mb} MiB"] = lambda a=array: timed(lambda: raw.call("echo", a)) * 1000
-        echo[f"mp.Pipe {mb} MiB"] = lambda a=array: timed(lambda: pipe_echo(a)) * 1000
+        echo[f"parl-remote {mb} MiB"] = lambda a=array: timed_median(lambda: actor.echo(a)) * 1000
+        echo[f"raw zmq {mb} MiB"] = lambda a=array: timed_median(lambda: raw.call("echo", a)) * 1000
+        echo[f"mp.Pipe {mb} MiB"] = lambda a=array: timed_median(lambda: pipe_echo(a)) * 1000
         if ray_actor is not None:
             import ray
 
-            echo[f"Ray {mb} MiB"] = lambda a=array: timed(lambda: ray.get(ray_actor.echo.remote(a))) * 1000
+            echo[f"Ray {mb} MiB"] = lambda a=array: timed_median(lambda: ray.get(ray_actor.echo.remote(a))) * 1000
     out["echo_ms"] = interleave(rounds, echo)
     parent.send(None)
     pipe_proc.join(5)
@@ -367,7 +373,7 @@ def report(res: dict, args) -> str:
         f"Date: {datetime.date.today().isoformat()}. Machine: {os.cpu_count()}-core VM, Python "
         f"{platform.python_version()}, pyzmq {zmq.__version__}, {res['ray_version']}. "
         f"Command: `python benchmarks/remote/bench_remote.py --rounds {args.rounds}`; medians of {args.rounds} "
-        "interleaved rounds.",
+        "interleaved rounds (R3: each round the median of 5 calls).",
         f"Load average (1/5/15 min) before: {res['load_before']}; after: {res['load_after']} "
         "(the CPU was shared with other jobs: absolute rates are noisy, the same-run ratios less so).",
         "",

@@ -164,3 +164,18 @@ def test_reserved_names_and_options():
         xparl.remote_class(colour="red")
     with pytest.raises(ValueError, match="max_memory"):
         xparl.remote_class(max_memory=-1)
+
+
+@xparl.remote_class(n_gpu=1)
+class WantsGpu:
+    pass
+
+
+def test_gpu_request_is_refused_clearly(connected):
+    with pytest.raises(xparl.ResourceError, match="CPUs only"):
+        WantsGpu()
+
+
+def test_connect_twice_reuses_the_client(cluster, connected):
+    assert xparl.connect(cluster.address, token=cluster.token) is connected
+    assert xparl.get_global_client() is connected

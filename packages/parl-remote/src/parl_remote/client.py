@@ -446,8 +446,9 @@ def connect(
         raise TypeError("distributed_files must be a list of glob patterns, e.g. ['data/*.csv']")
     with _GLOBAL_LOCK:
         if _GLOBAL_CLIENT is not None and _GLOBAL_CLIENT.pid == os.getpid() and not _GLOBAL_CLIENT.closed:
-            if address is not None and _GLOBAL_CLIENT.address == address:
-                logger.info("already connected to %s", address)
+            same = _GLOBAL_CLIENT.address == address if address is not None else _GLOBAL_CLIENT.embedded is not None
+            if same:
+                logger.info("already connected to %s", _GLOBAL_CLIENT.address)
                 return _GLOBAL_CLIENT
             _GLOBAL_CLIENT.close()
         _GLOBAL_CLIENT = None
