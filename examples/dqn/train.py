@@ -1,6 +1,6 @@
-"""DQN (or Double DQN with --double) on gymnasium CartPole-v1 with parl.algorithms.DQN / DDQN.
+"""DQN on gymnasium CartPole-v1 with parl.algorithms.DQN (DDQN with --double, a dueling network with --dueling).
 
-Algorithm box (Mnih et al. 2015; van Hasselt et al. 2016 for --double):
+Algorithm box (Mnih et al. 2015; van Hasselt et al. 2016 for --double; Wang et al. 2016 for --dueling):
 
     for each env step:
         act epsilon-greedily (epsilon decays linearly to its final value over the first part of training)
@@ -61,6 +61,21 @@ class QNetwork(parl.Model):
         return self.net(obs)
 
 
+class DuelingQNetwork(parl.Model):
+    """Dueling architecture (Wang et al. 2016): Q = V(s) + A(s, a) - mean_a A(s, a); same contract as QNetwork."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.value = nn.Linear(hidden, 1)
+        self.advantage = nn.Linear(hidden, num_actions)
+
+    def forward(self, obs):
+        h = self.body(obs)
+        adv = self.advantage(h)
+        return self.value(h) + adv - adv.mean(dim=1, keepdim=True)
+
+
 def evaluate(alg, env_id: str, seed: int) -> float:
     """Mean return of EVAL_EPISODES greedy episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
@@ -84,6 +99,7 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=50_000)
     parser.add_argument("--target-return", type=float, default=475.0)
     parser.add_argument("--double", action="store_true", help="Double DQN (parl.algorithms.DDQN)")
+    parser.add_argument("--dueling", action="store_true", help="dueling Q network (a Model change)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
     logdir = args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
@@ -97,7 +113,8 @@ def main() -> None:
     env = gym.make(args.env)
     obs_dim, num_actions = env.observation_space.shape[0], int(env.action_space.n)
     algo_cls = parl.algorithms.DDQN if args.double else parl.algorithms.DQN
-    alg = algo_cls(QNetwork(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0)
+    network = DuelingQNetwork if args.dueling else QNetwork
+    alg = algo_cls(network(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -147,7 +164,8 @@ def main() -> None:
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "algorithm": algo_cls.__name__, "seed": args.seed, "eval_return_mean": eval_mean,
+    result = {"env": args.env, "algorithm": algo_cls.__name__, "dueling": args.dueling,
+              "seed": args.seed, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),
               "target_return": args.target_return, "reached": reached_at is not None, "gradient_steps": grad_steps}
     with open(os.path.join(logdir, "summary.json"), "w") as f:
