@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _POLL_MS = 100
-_CONNECT_TIMEOUT_S = 10.0
+_CONNECT_TIMEOUT_S = 3.0  # a granted job that never accepts the connection is gone
 _MONITOR_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
 
 

@@ -27,6 +27,7 @@ import zmq
 from parl_remote import config, files, protocol, serialization, shm
 from parl_remote.actor import ActorConnection, Reactor
 from parl_remote.errors import (
+    ActorDiedError,
     AuthenticationError,
     ClusterConnectionError,
     RemoteError,
@@ -329,11 +330,8 @@ class Client:
         del args_payload_check
         class_ref, class_blob = self._class_parts(cls)
         files_hash, bundle = self._files_bundle()
-        grant = self._acquire(cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
         forward = options.get("forward_output", self.forward_output)
-        actor = ActorConnection(self, grant, cls.__name__, forward)
         init_body = {
-            "actor_id": grant["actor_id"],
             "class_ref": class_ref,
             "class_blob": class_blob,
             "files_hash": files_hash,
@@ -341,19 +339,27 @@ class Client:
             "forward_output": forward,
             "host_id": shm.host_id() if shm.available() else "",
         }
-        try:
-            payload = serialization.dumps(init_body)
-            reply = actor.request(MsgType.INIT, payload)
-            if reply.type is MsgType.NEED_FILES:
-                actor.result_of(
-                    actor.request(MsgType.FILES, serialization.dumps({"files_hash": files_hash, "files": bundle}))
-                )
+        for attempt in range(3):
+            grant = self._acquire(cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
+            actor = ActorConnection(self, grant, cls.__name__, forward)
+            try:
+                payload = serialization.dumps({**init_body, "actor_id": grant["actor_id"]})
                 reply = actor.request(MsgType.INIT, payload)
-            info = actor.result_of(reply)
-            actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
-        except BaseException:
-            actor.close()
-            raise
+                if reply.type is MsgType.NEED_FILES:
+                    files_payload = serialization.dumps({"files_hash": files_hash, "files": bundle})
+                    actor.result_of(actor.request(MsgType.FILES, files_payload))
+                    reply = actor.request(MsgType.INIT, payload)
+                info = actor.result_of(reply)
+                actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
+                break
+            except ActorDiedError:
+                actor.close()
+                if actor.ever_connected or attempt == 2:
+                    raise
+                logger.info("the job granted for %s was gone before it answered; asking for another", cls.__name__)
+            except BaseException:
+                actor.close()
+                raise
         self.actors.add(actor)
         if not options.get("wait", True):
             self._get_reactor().adopt(actor)
