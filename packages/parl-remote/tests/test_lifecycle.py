@@ -33,7 +33,12 @@ def _tree(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
-def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_client):
+def worker_id(status_client) -> str:
+    (worker,) = status_client.status()["workers"]
+    return worker["id"]
+
+
+def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_client, xparl_home):
     def settled():
         status = status_client.status()
         jobs = [p for p in _tree(cluster.worker.pid) if p.status() != psutil.STATUS_ZOMBIE]
@@ -55,6 +60,9 @@ def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_
         assert after[name] <= before[name] + 2, f"{name} fds grew: {before[name]} -> {after[name]}"
     dead = [a for a in status_client.status()["actors"] if a["state"] == "dead"]
     assert len(dead) == 100  # the master keeps the last 100 ended actors
+    (log_dir,) = [p for p in (xparl_home / "logs").iterdir() if p.is_dir() and p.name == worker_id(status_client)]
+    wait_until(lambda: len(list(log_dir.glob("a-*.log"))) <= 200, message="old actor logs pruned")
+    assert all(status_client.actor_log(a["id"])[1] >= 0 for a in dead[-5:])  # recent logs still readable
 
 
 CLIENT = """

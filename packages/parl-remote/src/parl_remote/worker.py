@@ -114,6 +114,7 @@ class Worker:
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
         self.next_sweep = 0.0
+        self.ended_logs = 0
         self.running = True
         self.zygote: subprocess.Popen | None = None
         self.zygote_buf = b""
@@ -322,6 +323,8 @@ class Worker:
                     MsgType.JOB_ENDED,
                     {"worker_id": self.worker_id, "job_id": job.job_id, "actor_id": job.actor_id, "cause": cause},
                 )
+                if job.actor_id is not None:
+                    self.ended_logs += 1
             elif job.actor_id is not None and job.max_memory_mb:
                 try:
                     rss_mb = psutil.Process(job.pid).memory_info().rss / 2**20 if job.pid else 0.0
@@ -369,9 +372,11 @@ class Worker:
                 self._drain(self.master, self.handlers, has_identity=False)
             self._check_jobs()
             now = time.monotonic()
-            if now >= self.next_sweep:
+            if now >= self.next_sweep or self.ended_logs >= 50:
                 self.next_sweep = now + 10.0
+                self.ended_logs = 0
                 shm.sweep()
+                self._prune_logs()
             if now >= self.next_heartbeat:
                 self.next_heartbeat = now + interval_s
                 self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
@@ -397,6 +402,17 @@ class Worker:
                 logger.warning("worker: unexpected message %s", msg.type.name)
             else:
                 handler(msg)
+
+    def _prune_logs(self) -> None:
+        """Keeps the newest ``LOGS_KEPT`` actor logs of ended actors (PARL never removed any)."""
+        alive = {f"{j.actor_id}.log" for j in self.jobs.values() if j.actor_id}
+        logs = [p for p in self.log_dir.glob("a-*.log") if p.name not in alive]
+        keep = int(config.get("LOGS_KEPT"))
+        if len(logs) <= keep:
+            return
+        logs.sort(key=lambda p: p.stat().st_mtime)
+        for path in logs[: len(logs) - keep]:
+            path.unlink(missing_ok=True)
 
     def _stop_jobs(self) -> None:
         for job in self.jobs.values():
