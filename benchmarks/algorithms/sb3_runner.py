@@ -1,10 +1,11 @@
 """Stable-Baselines3 counterpart of the examples, with the same hyperparameters, evaluation protocol,
 stop rule and thread settings, writing the same ``summary.json`` fields.
 
-Evaluation (as in the examples): 10 deterministic episodes played in parallel on envs seeded
-``seed + 10000 + i``, run when the examples would run it (PPO / A2C / DQN: once the recent training
-return reaches the trigger, after an update; SAC / TD3: every 1000 env steps after learning starts);
-training stops as soon as the mean reaches the target. The wall clock starts before the envs are made.
+Evaluation (the examples' function): 10 deterministic episodes played in parallel on a vector env
+seeded ``seed + 10000`` (gymnasium's native vector CartPole, else SyncVectorEnv), run when the examples
+would run it (PPO / A2C / DQN: once the recent training return reaches the trigger, after an update;
+SAC / TD3: every 1000 env steps after learning starts); training stops as soon as the mean reaches the
+target. The wall clock starts before the envs are made.
 
 Usage::
 
@@ -26,8 +27,10 @@ EVAL_EPISODES = 10
 
 
 def evaluate(model, env_id: str, seed: int) -> float:
-    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
-    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    # gymnasium's native vectorised env where the env has one (CartPole), else a SyncVectorEnv
+    mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode=mode)
+    obs, _ = envs.reset(seed=seed + 10_000)
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     while not done.all():
         action, _ = model.predict(obs, deterministic=True)

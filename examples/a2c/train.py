@@ -4,8 +4,9 @@ Algorithm box (Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Le
 variant; GAE advantages as in Schulman et al. 2016):
 
     for each update:
-        collect T steps from N synchronous envs with the current policy
-        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs)
+        collect T steps from N vector envs with the current policy
+        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs);
+        the envs reset a finished episode on the NEXT step, whose transition is masked out
         one A2C.learn(...) on the whole batch: -log pi(a|s) * A + vf_coeff * (V - R)^2 / 2 + entropy_coeff * H
         once the training return is close to the target: evaluate 10 greedy episodes
     stop as soon as the evaluation mean reaches --target-return
@@ -27,7 +28,6 @@ import time
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from torch import nn
 from tqdm import tqdm
 
@@ -65,10 +65,17 @@ class ActorCritic(parl.Model):
         return self.critic(obs)
 
 
+def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
+    """gymnasium's native vectorised env where the env has one (CartPole: numpy over all envs at once),
+    else a SyncVectorEnv; both reset a finished env on the NEXT step (reward 0, action ignored)."""
+    mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
+    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+
+
 def evaluate(alg: parl.algorithms.A2C, env_id: str, seed: int) -> float:
-    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (one per env)."""
-    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
-    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (the first episode of each env)."""
+    envs = make_envs(env_id, EVAL_EPISODES)
+    obs, _ = envs.reset(seed=seed + 10_000)
     returns = np.zeros(EVAL_EPISODES)
     done = np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
@@ -104,8 +111,7 @@ def main() -> None:
     start = time.perf_counter()
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]
-    envs = gym.make_vec(args.env, num_envs=n, vectorization_mode="sync",
-                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    envs = make_envs(args.env, n)
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
         raise SystemExit(f"A2C supports Discrete action spaces; {args.env} has {envs.single_action_space}")
     obs_dim, num_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
@@ -120,9 +126,11 @@ def main() -> None:
     rew_buf = np.zeros((t_len, n), np.float32)
     term_buf = np.zeros((t_len, n), bool)
     trunc_buf = np.zeros((t_len, n), bool)
+    valid_buf = np.zeros((t_len, n), bool)  # False on the reset step that follows an episode's end
 
     obs, _ = envs.reset(seed=args.seed)
     ep_return = np.zeros(n)
+    prev_done = np.zeros(n, bool)
     recent: list[float] = []
     steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = args.total_steps // (n * t_len)
@@ -132,28 +140,23 @@ def main() -> None:
             for t in range(t_len):
                 obs_t = torch.as_tensor(obs, dtype=torch.float32)
                 action, value = alg.sample(obs_t)
-                obs_buf[t], act_buf[t], val_buf[t] = obs_t, action, value.numpy()
-                obs, reward, terminated, truncated, info = envs.step(action.numpy())
+                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs_t, action, value.numpy(), ~prev_done
+                obs, reward, terminated, truncated, _ = envs.step(action.numpy())
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward, terminated, truncated
                 ep_return += reward
-                done = terminated | truncated
-                if done.any():
-                    # SAME_STEP autoreset: `obs` already holds the reset observation; bootstrap from final_obs
-                    final = np.stack([info["final_obs"][i] if d else obs[i] for i, d in enumerate(done)])
-                    next_val_buf[t] = alg.value(torch.as_tensor(final, dtype=torch.float32)).numpy()
-                    recent.extend(ep_return[done].tolist())
-                    ep_return[done] = 0.0
-                if t > 0:
-                    idx = ~(term_buf[t - 1] | trunc_buf[t - 1])
-                    next_val_buf[t - 1][idx] = val_buf[t][idx]
+                prev_done = terminated | truncated
+                if prev_done.any():  # `obs` is the final observation; the env resets on the next step
+                    recent.extend(ep_return[prev_done].tolist())
+                    ep_return[prev_done] = 0.0
             last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-        idx = ~(term_buf[-1] | trunc_buf[-1])
-        next_val_buf[-1][idx] = last_value[idx]
+        next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
-        alg.learn(obs_buf.reshape(n * t_len, obs_dim), act_buf.flatten(), torch.as_tensor(adv).flatten(),
-                  torch.as_tensor(ret).flatten(), None, cfg["entropy_coeff"])
+        valid = torch.from_numpy(valid_buf.reshape(-1))
+        alg.learn(obs_buf.reshape(n * t_len, obs_dim)[valid], act_buf.flatten()[valid],
+                  torch.as_tensor(adv).flatten()[valid], torch.as_tensor(ret).flatten()[valid], None,
+                  cfg["entropy_coeff"])
 
         recent = recent[-10:]
         train_mean = float(np.mean(recent)) if recent else float("nan")

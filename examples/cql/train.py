@@ -79,7 +79,7 @@ class ActorCriticModel(parl.Model):
 def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
-    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    obs, _ = envs.reset(seed=seed + 10_000)  # env i gets seed + 10000 + i
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():

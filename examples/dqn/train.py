@@ -77,9 +77,11 @@ class DuelingQNetwork(parl.Model):
 
 
 def evaluate(alg, env_id: str, seed: int) -> float:
-    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (one per env)."""
-    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
-    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    """Mean return of EVAL_EPISODES greedy episodes, played in parallel (the first episode of each env)."""
+    # gymnasium's native vectorised env where the env has one (CartPole), else a SyncVectorEnv
+    mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
+    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode=mode)
+    obs, _ = envs.reset(seed=seed + 10_000)
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():

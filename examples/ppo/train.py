@@ -3,8 +3,9 @@
 Algorithm box (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"):
 
     for each update:
-        collect T steps from N synchronous envs with the current policy (log-probs, values)
-        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs)
+        collect T steps from N vector envs with the current policy (log-probs, values)
+        advantages, returns = GAE(gamma, gae_lambda), bootstrapping truncated episodes from V(final obs);
+        the envs reset a finished episode on the NEXT step, whose transition is masked out
         for epoch in 1..K: for each minibatch: PPO.learn(...)  (clipped surrogate + clipped value loss)
         every update once the training return is close to the target: evaluate 10 deterministic episodes
     stop as soon as the evaluation mean reaches --target-return
@@ -28,7 +29,6 @@ import time
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
 from torch import nn
 from tqdm import tqdm
 
@@ -80,10 +80,17 @@ class ActorCritic(parl.Model):
         return self.critic(obs)
 
 
+def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
+    """gymnasium's native vectorised env where the env has one (CartPole: numpy over all envs at once),
+    else a SyncVectorEnv; both reset a finished env on the NEXT step (reward 0, action ignored)."""
+    mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
+    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+
+
 def evaluate(alg: parl.algorithms.PPO, env_id: str, seed: int, action_scale: float | None) -> float:
-    """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
-    envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
-    obs, _ = envs.reset(seed=[seed + 10_000 + i for i in range(EVAL_EPISODES)])
+    """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (the first episode of each env)."""
+    envs = make_envs(env_id, EVAL_EPISODES)
+    obs, _ = envs.reset(seed=seed + 10_000)
     returns = np.zeros(EVAL_EPISODES)
     done = np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
@@ -119,8 +126,7 @@ def main() -> None:
     start = time.perf_counter()
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]
-    envs = gym.make_vec(args.env, num_envs=n, vectorization_mode="sync",
-                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    envs = make_envs(args.env, n)
     continuous = isinstance(envs.single_action_space, gym.spaces.Box)
     obs_dim = envs.single_observation_space.shape[0]
     act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
@@ -139,9 +145,11 @@ def main() -> None:
     rew_buf = np.zeros((t_len, n), np.float32)
     term_buf = np.zeros((t_len, n), bool)
     trunc_buf = np.zeros((t_len, n), bool)
+    valid_buf = np.zeros((t_len, n), bool)  # False on the reset step that follows an episode's end
 
     obs, _ = envs.reset(seed=args.seed)
     ep_return = np.zeros(n)
+    prev_done = np.zeros(n, bool)
     recent: list[float] = []
     steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = total_steps // (n * t_len)
@@ -154,26 +162,19 @@ def main() -> None:
                 obs_t = torch.as_tensor(obs, dtype=torch.float32)
                 value, action, logp, _ = alg.sample(obs_t)
                 obs_buf[t], act_buf[t], logp_buf[t] = obs_t, action, logp
-                val_buf[t] = value.numpy()[:, 0]
+                val_buf[t], valid_buf[t] = value.numpy()[:, 0], ~prev_done
                 env_action = action.numpy()
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
-                obs, reward, terminated, truncated, info = envs.step(env_action)
+                obs, reward, terminated, truncated, _ = envs.step(env_action)
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward * cfg["reward_scale"], terminated, truncated
                 ep_return += reward
-                done = terminated | truncated
-                if done.any():
-                    # SAME_STEP autoreset: `obs` already holds the reset observation; bootstrap from final_obs
-                    final = np.stack([info["final_obs"][i] if d else obs[i] for i, d in enumerate(done)])
-                    next_val_buf[t] = alg.value(torch.as_tensor(final, dtype=torch.float32)).numpy()[:, 0]
-                    recent.extend(ep_return[done].tolist())
-                    ep_return[done] = 0.0
-                if t > 0:
-                    idx = ~(term_buf[t - 1] | trunc_buf[t - 1])
-                    next_val_buf[t - 1][idx] = val_buf[t][idx]
+                prev_done = terminated | truncated
+                if prev_done.any():  # `obs` is the final observation; the env resets on the next step
+                    recent.extend(ep_return[prev_done].tolist())
+                    ep_return[prev_done] = 0.0
             last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()[:, 0]
-        idx = ~(term_buf[-1] | trunc_buf[-1])
-        next_val_buf[-1][idx] = last_value[idx]
+        next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
@@ -181,10 +182,11 @@ def main() -> None:
         b_obs, b_act, b_logp = obs_buf.reshape(n * t_len, obs_dim), act_buf.flatten(0, 1), logp_buf.flatten()
         b_adv, b_ret = torch.as_tensor(adv).flatten(), torch.as_tensor(ret).flatten()
         b_val = torch.as_tensor(val_buf).flatten()
+        valid = torch.from_numpy(valid_buf.reshape(-1)).nonzero().squeeze(1)
         mb = cfg["minibatch_size"]
         for _ in range(cfg["epochs"]):
-            perm = torch.randperm(n * t_len)
-            for i in range(0, n * t_len, mb):
+            perm = valid[torch.randperm(len(valid))]
+            for i in range(0, len(perm), mb):
                 j = perm[i:i + mb]
                 alg.learn(b_obs[j], b_act[j], b_val[j], b_ret[j], b_logp[j], b_adv[j], lr=lr)
 

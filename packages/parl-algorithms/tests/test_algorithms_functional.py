@@ -101,3 +101,29 @@ def test_target_policy_smoothing_bounds():
 def test_shape_and_range_errors(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_categorical_log_prob_entropy_matches_torch_distributions():
+    logits = torch.tensor([[0.0, math.log(3.0)], [1.0, 1.0]])
+    action = torch.tensor([1, 0])
+    log_prob, entropy = Fn.categorical_log_prob_entropy(logits, action)
+    # row 0: probs (1/4, 3/4) -> log 3/4 ; H = -(1/4 log 1/4 + 3/4 log 3/4)
+    assert float(log_prob[0]) == pytest.approx(math.log(0.75), rel=1e-6)
+    assert float(entropy[0]) == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)), rel=1e-6)
+    dist = torch.distributions.Categorical(logits=logits)
+    torch.testing.assert_close(log_prob, dist.log_prob(action))
+    torch.testing.assert_close(entropy, dist.entropy())
+
+
+def test_gaussian_log_prob_entropy_matches_torch_distributions():
+    mean, log_std = torch.tensor([[0.0, 1.0]]), torch.tensor([0.0, math.log(2.0)])
+    action = torch.tensor([[1.0, 1.0]])
+    log_prob, entropy = Fn.gaussian_log_prob_entropy(mean, log_std, action)
+    # dim 0: N(0,1) at 1 -> -0.5 - 0.5 log 2pi ; dim 1: N(1,2) at 1 -> -log 2 - 0.5 log 2pi
+    expected = -0.5 - math.log(2.0) - math.log(2 * math.pi)
+    assert float(log_prob) == pytest.approx(expected, rel=1e-6)
+    dist = torch.distributions.Normal(mean, log_std.exp().expand_as(mean))
+    torch.testing.assert_close(log_prob, dist.log_prob(action).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+    with pytest.raises(ValueError):
+        Fn.gaussian_log_prob_entropy(mean, log_std, torch.zeros(1, 3))

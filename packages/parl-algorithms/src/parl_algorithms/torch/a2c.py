@@ -9,9 +9,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.distributions import Categorical
 
 from parl_algorithms._validation import check_model_method
+from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive, readable_shape_errors
 from parl_core.torch import Algorithm, Model
 
@@ -91,7 +91,7 @@ class A2C(Algorithm):
             ``(action int64 [B], value float32 [B])``.
         """
         logits, value = self._policy_and_value(obs_batch(obs, "A2C"))
-        return Categorical(logits=logits).sample(), value
+        return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), value
 
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
@@ -132,9 +132,7 @@ class A2C(Algorithm):
         target_values = column(target_values, "target_values", batch, "A2C")
         logits, values = self._policy_and_value(obs)
         actions = discrete_actions(actions, batch, logits.shape[1], "A2C")
-        log_probs = F.log_softmax(logits, dim=-1)
-        action_log_probs = log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
-        entropy_per = -(log_probs.exp() * log_probs).sum(-1)
+        action_log_probs, entropy_per = functional.categorical_log_prob_entropy(logits, actions)
         reduce = torch.sum if self.reduction == "sum" else torch.mean
         pi_loss = -reduce(action_log_probs * advantages)
         vf_loss = 0.5 * reduce((values - target_values).pow(2))

@@ -26,6 +26,8 @@ __all__ = [
     "soft_update_",
     "tanh_gaussian_log_prob",
     "cql_penalty",
+    "categorical_log_prob_entropy",
+    "gaussian_log_prob_entropy",
 ]
 
 
@@ -303,3 +305,47 @@ def cql_penalty(q_data: torch.Tensor, q_sampled: torch.Tensor, temperature: floa
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     return (torch.logsumexp(q_sampled / temperature, dim=1) * temperature - q_data).mean()
+
+
+def categorical_log_prob_entropy(logits: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability of ``action`` and entropy of the categorical distribution ``softmax(logits)``.
+
+    Same values as ``torch.distributions.Categorical(logits=logits)``'s ``log_prob`` / ``entropy``, in
+    three tensor ops (no argument validation, no broadcasting), for the hot loop of PPO / A2C.
+
+    Args:
+        logits: float32 ``[B, num_actions]`` unnormalised log-probabilities.
+        action: int64 ``[B]`` indices.
+
+    Returns:
+        ``(log_prob [B], entropy [B])``.
+    """
+    if logits.ndim != 2 or action.shape != logits.shape[:1]:
+        raise ValueError(f"logits must be [B, num_actions] and action [B], got {tuple(logits.shape)} and "
+                         f"{tuple(action.shape)}")
+    log_p = torch.log_softmax(logits, dim=-1)
+    return log_p.gather(1, action.unsqueeze(1)).squeeze(1), -(log_p.exp() * log_p).sum(-1)
+
+
+def gaussian_log_prob_entropy(mean: torch.Tensor, log_std: torch.Tensor,
+                              action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-density of ``action`` under the diagonal Gaussian ``N(mean, exp(log_std)^2)`` and its entropy,
+    each summed over action dimensions (as ``Normal(mean, std).log_prob(a).sum(-1)`` / ``.entropy().sum(-1)``).
+
+    Args:
+        mean: float32 ``[B, act_dim]``.
+        log_std: float32 ``[B, act_dim]`` or ``[act_dim]`` (broadcast).
+        action: float32 ``[B, act_dim]``.
+
+    Returns:
+        ``(log_prob [B], entropy [B])``.
+    """
+    if mean.shape != action.shape or log_std.shape[-1] != mean.shape[-1]:
+        raise ValueError(f"mean {tuple(mean.shape)}, log_std {tuple(log_std.shape)} and action "
+                         f"{tuple(action.shape)} must all be [B, act_dim] (log_std may be [act_dim])")
+    log_std = log_std.expand_as(mean)
+    half_log_2pi = 0.5 * math.log(2.0 * math.pi)
+    z = (action - mean) * torch.exp(-log_std)
+    log_prob = (-0.5 * z.pow(2) - log_std - half_log_2pi).sum(-1)
+    entropy = (0.5 + half_log_2pi + log_std).sum(-1)
+    return log_prob, entropy

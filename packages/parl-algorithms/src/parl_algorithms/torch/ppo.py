@@ -8,7 +8,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.distributions import Categorical, Normal
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
@@ -80,31 +79,33 @@ class PPO(Algorithm):
         self.optimizer = adam(self.model.parameters(), lr=self.initial_lr, eps=self.eps)
         self.last_info: dict[str, float] = {}
 
-    # -- distributions ---------------------------------------------------------------------------
-    def _dist(self, obs: torch.Tensor) -> Categorical | Normal:
+    # -- policy math -----------------------------------------------------------------------------
+    def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(logits, None)`` for discrete actions, ``(mean, log_std)`` for continuous ones."""
         out = self.model.policy(obs)
         if self.continuous_action:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, log_std), "
                                  "each float32 [B, act_dim]; for a Discrete action space use continuous_action=False")
-            mean, log_std = out
-            return Normal(mean, log_std.expand_as(mean).exp())
+            return out[0], out[1].expand_as(out[0])
         if isinstance(out, (tuple, list)):
             raise ValueError("PPO(continuous_action=False) needs model.policy(obs) to return logits float32 "
                              "[B, num_actions], got a tuple; for a Box action space pass continuous_action=True")
         if out.ndim != 2:
             raise ValueError(f"PPO: model.policy(obs) must return logits [B, num_actions], got {tuple(out.shape)}")
-        return Categorical(logits=out)
+        return out, None
 
-    def _log_prob_entropy(self, dist: Categorical | Normal, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.continuous_action:
-            return dist.log_prob(action).sum(-1), dist.entropy().sum(-1)
-        return dist.log_prob(action), dist.entropy()
+    def _log_prob_entropy(self, params: tuple[torch.Tensor, torch.Tensor | None],
+                          action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        first, log_std = params
+        if log_std is None:
+            return functional.categorical_log_prob_entropy(first, action)
+        return functional.gaussian_log_prob_entropy(first, log_std, action)
 
-    def _action(self, action: Any, dist: Categorical | Normal, batch: int) -> torch.Tensor:
+    def _action(self, action: Any, params: tuple[torch.Tensor, torch.Tensor | None], batch: int) -> torch.Tensor:
         if self.continuous_action:
-            return continuous_actions(action, batch, dist.mean.shape[-1], "PPO")
-        return discrete_actions(action, batch, dist.logits.shape[-1], "PPO")
+            return continuous_actions(action, batch, params[0].shape[-1], "PPO")
+        return discrete_actions(action, batch, params[0].shape[-1], "PPO")
 
     def _value(self, obs: torch.Tensor) -> torch.Tensor:
         value = self.model.value(obs)
@@ -139,9 +140,13 @@ class PPO(Algorithm):
             or float32 ``[B, act_dim]`` (continuous, unclipped).
         """
         obs = obs_batch(obs, "PPO")
-        dist = self._dist(obs)
-        action = dist.sample()
-        log_prob, entropy = self._log_prob_entropy(dist, action)
+        params = self._policy(obs)
+        first, log_std = params
+        if log_std is None:
+            action = torch.multinomial(torch.softmax(first, dim=-1), 1).squeeze(1)
+        else:
+            action = first + torch.exp(log_std) * torch.randn_like(first)
+        log_prob, entropy = self._log_prob_entropy(params, action)
         return self._value(obs).unsqueeze(1), action, log_prob, entropy
 
     @readable_shape_errors
@@ -154,8 +159,8 @@ class PPO(Algorithm):
         Returns:
             float32 ``[B, act_dim]`` or int64 ``[B]``.
         """
-        dist = self._dist(obs_batch(obs, "PPO"))
-        return dist.mean if self.continuous_action else dist.logits.argmax(dim=-1)
+        first, log_std = self._policy(obs_batch(obs, "PPO"))
+        return first if log_std is not None else first.argmax(dim=-1)
 
     @readable_shape_errors
     def learn(self, batch_obs: torch.Tensor, batch_action: torch.Tensor, batch_value: torch.Tensor,
@@ -187,9 +192,9 @@ class PPO(Algorithm):
         returns = column(batch_return, "batch_return", batch, "PPO")
         old_log_prob = column(batch_logprob, "batch_logprob", batch, "PPO")
         adv = column(batch_adv, "batch_adv", batch, "PPO")
-        dist = self._dist(obs)
-        action = self._action(batch_action, dist, batch)
-        log_prob, entropy = self._log_prob_entropy(dist, action)
+        params = self._policy(obs)
+        action = self._action(batch_action, params, batch)
+        log_prob, entropy = self._log_prob_entropy(params, action)
         value = self._value(obs)
         if self.norm_adv:
             adv = functional.normalize_advantages(adv)
