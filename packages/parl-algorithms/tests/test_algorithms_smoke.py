@@ -186,3 +186,22 @@ def test_td3_delays_actor_and_sac_tunes_alpha():
                    with_automatic_entropy_tuning=True)
     sac.learn(*[torch.as_tensor(x) for x in _transition(rng, False)])
     assert sac.alpha != 0.5 and sac.last_info["train/alpha"] == sac.alpha
+
+
+def test_sync_target_is_polyak_average_and_state_has_no_extra_tensors():
+    torch.manual_seed(0)
+    alg = algs.TD3(TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-3, critic_lr=1e-3)
+    with torch.no_grad():
+        for p in alg.model.parameters():
+            p.add_(1.0)
+    before_t = {k: v.copy() for k, v in alg.target_model.get_weights().items()}
+    source = alg.model.get_weights()
+    alg.sync_target()  # decay = 1 - tau = 0.9
+    after = alg.target_model.get_weights()
+    for k in source:
+        np.testing.assert_allclose(after[k], 0.9 * before_t[k] + 0.1 * source[k], rtol=1e-5, atol=1e-6)
+    alg.sync_target(decay=0.0)
+    for k, v in alg.target_model.get_weights().items():
+        np.testing.assert_array_equal(v, source[k])
+    assert set(alg.state_dict()) == {"model", "target_model", "actor_optimizer", "critic_optimizer", "total_it",
+                                     "_last_actor_loss"}

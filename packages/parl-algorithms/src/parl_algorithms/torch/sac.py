@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, obs_batch, positive, readable_shape_errors, two_q
+from parl_algorithms.torch._common import obs_batch, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -58,8 +58,10 @@ class SAC(OffPolicyActorCritic):
         self.log_alpha = torch.tensor(math.log(self.alpha), requires_grad=self.with_automatic_entropy_tuning)
         self.target_entropy = None if target_entropy is None else float(target_entropy)
         if self.with_automatic_entropy_tuning:
+            # log_alpha is a second parameter group of the actor's optimizer: the actor and temperature
+            # losses touch disjoint parameters, so one backward and one (fused) Adam step serve both.
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
-            self.alpha_optimizer = adam([self.log_alpha], lr=lr)
+            self.actor_optimizer.add_param_group({"params": [self.log_alpha], "lr": lr})
 
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
@@ -130,16 +132,15 @@ class SAC(OffPolicyActorCritic):
 
         with self.frozen_critic():
             actor_loss, log_prob = self._actor_loss(obs, action)
-        self.actor_optimizer.zero_grad()
-        actor_loss.backward()
-        self.actor_optimizer.step()
-
+        loss = actor_loss
         if self.with_automatic_entropy_tuning:
+            # J(alpha) = E[-alpha * (log pi(a|s) + target_entropy)], on log_alpha (Haarnoja et al. 2018, eq. 18)
             target_entropy = -float(action.shape[1]) if self.target_entropy is None else self.target_entropy
-            alpha_loss = -(self.log_alpha * (log_prob.detach() + target_entropy)).mean()
-            self.alpha_optimizer.zero_grad()
-            alpha_loss.backward()
-            self.alpha_optimizer.step()
+            loss = actor_loss - (self.log_alpha * (log_prob.detach() + target_entropy)).mean()
+        self.actor_optimizer.zero_grad()
+        loss.backward()
+        self.actor_optimizer.step()
+        if self.with_automatic_entropy_tuning:
             self.alpha = float(self.log_alpha.detach().exp())
         self.sync_target()
         self.last_info = {"train/critic_loss": float(critic_loss.detach()),
