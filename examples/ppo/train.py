@@ -35,14 +35,15 @@ from tqdm import tqdm
 import parl
 from parl.utils import compute_gae, summary
 
-# Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; Pendulum: tuned here).
+# Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
+# value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
 CONFIGS = {
     "CartPole-v1": dict(num_envs=8, n_steps=32, minibatch_size=256, epochs=20, gamma=0.98, gae_lambda=0.8,
                         lr=1e-3, clip_param=0.2, entropy_coef=0.0, total_steps=100_000, target_return=475.0,
-                        eval_trigger=400.0, reward_scale=1.0, hidden=64),
+                        eval_trigger=400.0, reward_scale=1.0, hidden=64, value_loss_coef=1.0),
     "Pendulum-v1": dict(num_envs=8, n_steps=256, minibatch_size=256, epochs=10, gamma=0.9, gae_lambda=0.95,
                         lr=1e-3, clip_param=0.2, entropy_coef=0.0, total_steps=200_000, target_return=-250.0,
-                        eval_trigger=-400.0, reward_scale=0.1, hidden=64),
+                        eval_trigger=-400.0, reward_scale=0.1, hidden=64, value_loss_coef=0.5),
 }
 EVAL_EPISODES = 10
 
@@ -132,7 +133,7 @@ def main() -> None:
     act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
     action_scale = float(envs.single_action_space.high[0]) if continuous else None
     model = ActorCritic(obs_dim, act_dim, continuous, cfg["hidden"])
-    alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=0.5,
+    alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
                               entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
                               use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous)
 
