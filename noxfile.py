@@ -45,7 +45,7 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 # Extra third-party packages a package's tests need (never part of its runtime dependencies).
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15"),
-    "parl-algorithms": (),
+    "parl-algorithms": ("torch>=2.1",),  # the algorithms are torch-backed (parl-core[torch]); pinned by constraints
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6"),
