@@ -74,3 +74,20 @@ def test_import_is_lazy_and_reexported():
 
     assert parl.algorithms.PolicyGradient is parl_algorithms.PolicyGradient
     assert "PolicyGradient" in parl_algorithms.__all__
+
+
+def test_import_is_light_and_missing_torch_is_explained(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import parl_algorithms\n"
+            "assert 'torch' not in sys.modules, 'import parl_algorithms imported torch'\n"
+            "sys.modules['torch'] = None  # simulate an environment without torch\n"
+            "try:\n"
+            "    parl_algorithms.DQN\n"
+            "except ImportError as err:\n"
+            "    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'parl-algorithms[torch]'" in out.stdout

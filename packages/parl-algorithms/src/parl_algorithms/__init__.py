@@ -34,7 +34,14 @@ def __getattr__(name: str) -> Any:
     module = _ALGORITHMS.get(name)
     if module is None:
         raise AttributeError(f"module 'parl_algorithms' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"parl_algorithms.torch.{module}"), name)
+    try:
+        impl = importlib.import_module(f"parl_algorithms.torch.{module}")
+    except ModuleNotFoundError as err:
+        if err.name != "torch":
+            raise
+        raise ImportError(f"parl_algorithms.{name} runs on PyTorch, which is not installed; "
+                          "install it with `pip install 'parl-algorithms[torch]'`") from err
+    value = getattr(impl, name)
     globals()[name] = value
     return value
 
