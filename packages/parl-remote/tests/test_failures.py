@@ -210,3 +210,18 @@ def test_master_restart_is_rejoined_by_its_worker(xparl_home):
             master2.terminate()
             master2.wait()
         cluster.stop()
+
+
+@xparl.remote_class
+class Busy:
+    def spin(self, n):
+        return sum(range(n))  # one C call: holds the GIL for its whole duration
+
+
+def test_cpu_bound_actor_holding_the_gil_is_not_declared_dead(connected, status_client):
+    """PARL issue #400: heartbeats starved by a CPU-bound actor made PARL declare it dead."""
+    actor = Busy()
+    n = 6 * 10**7  # about 1-3 s of GIL-holding C code here, several heartbeat intervals of the test settings
+    assert actor.spin(n) == n * (n - 1) // 2
+    record = next(a for a in status_client.status()["actors"] if a["id"] == actor._xparl_actor.actor_id)
+    assert record["state"] == "alive"
