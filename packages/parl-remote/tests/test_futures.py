@@ -81,3 +81,28 @@ def test_future_exception(connected):
 def test_calls_in_flight_before_delete_complete(connected):
     future = Recorder().record("last words")  # the proxy is dropped at once; the call still completes
     assert future.get(timeout=10) == "last words"
+
+
+def test_batched_calls_keep_order_with_large_arguments_and_errors(connected):
+    np = pytest.importorskip("numpy")
+    actor = Recorder()
+    big = np.ones(2**19)  # 4 MiB: not coalesced, sent on its own between batches
+    futures = []
+    for i in range(300):
+        if i % 100 == 50:
+            futures.append(actor.record(big))
+        elif i % 100 == 70:
+            futures.append(actor.fail())
+        else:
+            futures.append(actor.record(i))
+    for i, future in enumerate(futures):
+        if i % 100 == 50:
+            assert future.get(timeout=20).shape == big.shape
+        elif i % 100 == 70:
+            with pytest.raises(KeyError):
+                future.get(timeout=20)
+        else:
+            assert future.get(timeout=20) == i
+    seen = actor.history().get(timeout=20)
+    assert [v for v in seen if isinstance(v, int)] == [i for i in range(300) if i % 100 not in (50, 70)]
+    assert len(seen) == 297

@@ -340,12 +340,22 @@ class Reactor(threading.Thread):
                     os.read(self.wake_r, 65536)
                 except BlockingIOError:
                     pass
+            batches: dict[ActorConnection, list] = {}
             while self.commands:
                 command = self.commands.popleft()
                 kind = command[0]
                 if kind == "send":
+                    actor, payload = command[1], command[3]
+                    if len(payload) == 1:  # small: coalesced with the other queued calls of this actor
+                        batches.setdefault(actor, []).append(command[1:])
+                        continue
+                    self._flush(actor, batches.pop(actor, []))
                     self._send(*command[1:])
-                elif kind == "adopt":
+                    continue
+                for actor, items in batches.items():
+                    self._flush(actor, items)
+                batches.clear()
+                if kind == "adopt":
                     actor = command[1]
                     self.actors[actor.sock] = actor
                     self.pending[actor] = {}
@@ -354,6 +364,8 @@ class Reactor(threading.Thread):
                     self._close(command[1], poller)
                 elif kind == "stop":
                     running = False
+            for actor, items in batches.items():
+                self._flush(actor, items)
             for sock, actor in list(self.actors.items()):
                 if sock in ready:
                     self._read(actor)
@@ -380,30 +392,64 @@ class Reactor(threading.Thread):
             self.pending[actor].pop(rid, None)
             future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))
 
+    def _flush(self, actor: ActorConnection, items: list) -> None:
+        """Sends queued small calls of one actor: one message, or one BATCH message for several."""
+        if len(items) <= 1:
+            for item in items:
+                self._send(*item)
+            return
+        if actor.dead is not None or actor.sock.closed:
+            for item in items:
+                self._send(*item)  # fails each future with the right error
+            return
+        entries = []
+        futures = []
+        for _, msg_type, payload, future, raw in items:
+            if not future.set_running_or_notify_cancel():
+                continue
+            rid = next(actor.ids)
+            self.pending[actor][rid] = (future, raw)
+            entries.append((int(msg_type), rid, bytes(payload[0])))
+            futures.append((rid, future))
+        frames = protocol.encode(actor.signer, MsgType.BATCH, 0, serialization.dumps(entries))
+        try:
+            protocol.send_frames(actor.sock, frames)
+        except zmq.ZMQError as exc:
+            for rid, future in futures:
+                self.pending[actor].pop(rid, None)
+                future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))
+
     def _read(self, actor: ActorConnection) -> None:
-        pending = self.pending.get(actor, {})
         while not actor.sock.closed and actor.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             msg = actor._recv()
             if msg is None:
                 continue
-            entry = pending.pop(msg.req_id, None)
-            if entry is None:
-                continue
-            future, raw = entry
-            if actor.closed and not pending:
-                self._forget(actor, self.poller)
-                actor.send_delete_and_close(send_delete=False)
-            if future is None:
-                continue
-            if raw:
-                future.set_result(msg)
-                continue
-            try:
-                value = actor.result_of(msg)
-            except BaseException as exc:  # noqa: BLE001
-                future.set_exception(exc)
+            if msg.type is MsgType.BATCH:
+                for raw_type, rid, stream in msg.body():
+                    self._resolve(actor, Message(MsgType(raw_type), rid, [stream]))
             else:
-                future.set_result(value)
+                self._resolve(actor, msg)
+
+    def _resolve(self, actor: ActorConnection, msg: Message) -> None:
+        pending = self.pending.get(actor, {})
+        entry = pending.pop(msg.req_id, None)
+        if entry is None:
+            return
+        future, raw = entry
+        if actor.closed and not pending:
+            self._forget(actor, self.poller)
+            actor.send_delete_and_close(send_delete=False)
+        if future is None:
+            return
+        if raw:
+            future.set_result(msg)
+            return
+        try:
+            value = actor.result_of(msg)
+        except BaseException as exc:  # noqa: BLE001
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
 
     def _check_all(self, poller: zmq.Poller) -> None:
         for actor in list(self.actors.values()):

@@ -142,7 +142,9 @@ class Job:
             MsgType.GET_ATTR: self.on_get_attr,
             MsgType.SET_ATTR: self.on_set_attr,
             MsgType.DELETE: self.on_delete,
+            MsgType.BATCH: self.on_batch,
         }
+        self.batch_out: list | None = None
 
     # ----------------------------------------------------------------------------------------- loop
     def run(self) -> None:
@@ -219,6 +221,11 @@ class Job:
         except Exception as exc:  # an unpicklable return value
             msg_type = MsgType.ERROR
             payload = serialization.dumps(_error_body(exc, traceback.format_exc()))
+        if self.batch_out is not None:
+            if len(payload) == 1:
+                self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
+                return
+            self._flush_batch(msg.identity)  # keep the replies in order
         try:
             protocol.send(
                 self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload,
@@ -341,6 +348,36 @@ class Job:
             self._reply_error(msg, exc)
             return
         self._reply(msg, None)
+
+    def on_batch(self, msg: Message) -> None:
+        """Runs several requests in order and answers them with one BATCH message."""
+        self.batch_out = []
+        try:
+            for raw_type, rid, stream in msg.body():
+                msg_type = MsgType(raw_type)
+                handler = self.handlers.get(msg_type)
+                if handler is None or msg_type is MsgType.BATCH:
+                    continue
+                handler(Message(msg_type, rid, [stream], msg.identity))
+                if not self.running:
+                    break
+        finally:
+            self._flush_batch(msg.identity)
+            self.batch_out = None
+
+    def _flush_batch(self, identity: bytes | None) -> None:
+        items, self.batch_out = self.batch_out, []
+        if not items:
+            return
+        if len(items) == 1:
+            raw_type, rid, stream = items[0]
+            frames, msg_type = [stream], MsgType(raw_type)
+        else:
+            rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
+        try:
+            protocol.send(self.router, self.signer, msg_type, rid, identity=identity, payload=frames)
+        except zmq.ZMQError as exc:
+            logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
     def on_delete(self, msg: Message) -> None:
         self._reply(msg, None)

@@ -90,6 +90,8 @@ class MsgType(enum.IntEnum):
     DELETE = 45  # no body; the job replies and exits
     # job -> client
     LOG = 46  # notification: (stream name, text)
+    # both ways, future mode: several small requests (or their replies) in one message, in order
+    BATCH = 47  # list of (MsgType value, request id, body stream)
 
 
 _NOTICES = (MsgType.AUTH_FAILED, MsgType.VERSION_MISMATCH)
