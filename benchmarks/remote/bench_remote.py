@@ -429,10 +429,13 @@ def report(res: dict, args) -> str:
 
 NOTES = """
 Notes:
-- R1/R2: the DEALER/ROUTER transport itself runs at the raw REQ/REP rate (measured separately: ~9k/s and ~50 us
-  of CPU per side on both when the box is quiet); the gap is parl-remote's per-call Python work (signing and
-  verifying HMAC-SHA256, request ids, the handler table, out-of-band pickling, the future-mode I/O thread).
-  Pool.apply's rate swings 3.4k-11.5k/s between runs on this shared box (ratio 0.6x-1.2x).
+- R1: the DEALER/ROUTER transport itself runs at the raw REQ/REP rate (measured separately: ~9k/s and ~50 us
+  of CPU per side on both when the box is quiet; one zmq send costs ~15-20 us on this VM); the gap is
+  parl-remote's per-call Python work on both sides (HMAC-SHA256 sign + verify, request ids, the handler table,
+  out-of-band pickling), ~25 us per call. Pool.apply's own rate swings 3.4k-11.5k/s between runs on this shared
+  box, so the ratio moved between 0.6x and 1.2x over four runs.
+- R2: future-mode calls queued together are coalesced into one BATCH message each way (one signature, one
+  send), which is what lifts pipelined calls above Pool.apply_async.
 - R3: same-host buffers >= 1 MiB travel through `/dev/shm` files (written once, mapped read-only and unlinked
   by the receiver, zero copy there); the remaining cost is the kernel allocating and filling fresh tmpfs
   pages (~40 ms per 100 MiB here). Ray wins with its pre-faulted object store. Between hosts, arrays go as
