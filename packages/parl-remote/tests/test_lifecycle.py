@@ -175,3 +175,25 @@ def test_output_forwarding_can_be_turned_off(cluster, capfd):
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
     assert "] from-the-actor" in on.stdout and "[A pid=" in on.stdout
     assert "from-the-actor" not in off.stdout and off.stdout.strip() == "1"
+
+
+def test_exit_without_disconnect_is_clean(cluster):
+    """PARL issue #584: errors from proxies' __del__ at interpreter shutdown."""
+    code = (
+        "import parl_remote as xparl\n"
+        "@xparl.remote_class\n"
+        "class A:\n"
+        "    def f(self):\n"
+        "        return 1\n"
+        "@xparl.remote_class(wait=False)\n"
+        "class B:\n"
+        "    def f(self):\n"
+        "        return 2\n"
+        f"xparl.connect({cluster.address!r}, token={cluster.token!r})\n"
+        "a, b = A(), B()\n"
+        "pending = b.f()\n"
+        "print(a.f(), pending.get())\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0 and result.stdout.strip() == "1 2", result.stderr
+    assert "Exception" not in result.stderr and "Traceback" not in result.stderr, result.stderr
