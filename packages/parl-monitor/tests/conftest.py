@@ -35,3 +35,77 @@ def artifacts_dir() -> pathlib.Path:
     path = pathlib.Path(root) / "parl-monitor"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+INSTALL_HINT = "run packages/parl-monitor/tests/install_chromium.sh (apt-get install chromium chromium-driver)"
+
+
+def _find(*names: str) -> str | None:
+    import shutil
+
+    for name in names:
+        found = shutil.which(name) or (name if os.path.isabs(name) and os.access(name, os.X_OK) else None)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Debian chromium driven by Selenium through /usr/bin/chromedriver. Missing -> the test FAILS."""
+    chromium = _find("chromium", "/usr/bin/chromium")
+    driver_path = _find("chromedriver", "/usr/bin/chromedriver")
+    if chromium is None or driver_path is None:
+        pytest.fail(f"the browser tests need Debian's chromium and chromedriver (chromium={chromium}, "
+                    f"chromedriver={driver_path}): {INSTALL_HINT}")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("the browser tests need selenium: pip install 'selenium>=4.15' (nox installs it from "
+                    "EXTRA_TEST_DEPS['parl-monitor'])")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1400,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+class ServedApp:
+    """A Flask app served by werkzeug on 127.0.0.1 (an ephemeral port) in a daemon thread."""
+
+    def __init__(self, app) -> None:
+        import threading
+
+        from werkzeug.serving import make_server
+
+        self.server = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def serve():
+    served: list[ServedApp] = []
+
+    def start(app) -> ServedApp:
+        served.append(ServedApp(app))
+        return served[-1]
+
+    yield start
+    for s in served:
+        s.close()

@@ -16,8 +16,8 @@ bp = Blueprint("views", __name__)
 
 
 def _render(page: str, title: str, **context):
-    context.update(title=title, refresh_ms=int(current_app.config["REFRESH_S"] * 1000),
-                   address=state().address or "")
+    shown = state().address or (state().status().get("master") or {}).get("address") or ""
+    context.update(title=title, refresh_ms=int(current_app.config["REFRESH_S"] * 1000), address=shown)
     if request.args.get("fragment"):
         response = current_app.make_response(render_template(f"_{page}.html", **context))
     else:

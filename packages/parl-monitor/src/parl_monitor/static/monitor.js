@@ -80,7 +80,7 @@
     }
     leftMax = Math.ceil(leftMax);
     var t0 = samples.length ? samples[0].time : 0, t1 = samples.length ? samples[samples.length - 1].time : 1;
-    var span = Math.max(t1 - t0, 1);
+    var span = t1 > t0 ? t1 - t0 : 1;
     function x(t) { return left + (w - left - right) * (t - t0) / span; }
     function y(v, max) { return top + (h - top - bottom) * (1 - v / max); }
     svg.appendChild(el("line", {x1: left, y1: top, x2: left, y2: h - bottom, "class": "axis"}));
