@@ -23,7 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "PORT": None,  # the monitor's own port (shown in pages only)
     "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
     "CLIENT": None,  # a status client object (contract B); tests inject a fake here
-    "CLIENT_TIMEOUT_S": 5.0,
+    "CLIENT_TIMEOUT_S": 2.0,  # seconds the status client waits for the master
     "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
     "HISTORY_SIZE": 360,  # samples kept per worker
     "HISTORY_INTERVAL_S": 2.0,  # least seconds between two samples of one worker

@@ -71,9 +71,9 @@ def main(address, port, host, token, refresh_s, poll_s, parent_pid, pid_file, lo
         raise click.UsageError(str(exc)) from exc
     try:
         server = make_server(host, port, app, threaded=True)
-    except OSError as exc:
-        raise click.ClickException(f"cannot bind the monitor to {host}:{port}: {exc}; pass another --port "
-                                   "(xparl start --monitor-port)") from exc
+    except (OSError, SystemExit) as exc:  # werkzeug exits when the port is taken
+        raise click.ClickException(f"cannot bind the monitor to {host}:{port} ({exc or 'address in use'}); pass "
+                                   "another --port (xparl start --monitor-port)") from None
     state = app.extensions[EXTENSION]
     state.start_poller(poll_s)
     stop = threading.Event()

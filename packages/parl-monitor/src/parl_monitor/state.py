@@ -58,7 +58,7 @@ class MonitorState:
         cache_ttl_s: float = 1.0,
         history_size: int = 360,
         history_interval_s: float = 2.0,
-        client_timeout_s: float = 5.0,
+        client_timeout_s: float = 2.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if client is None and not address:
@@ -80,6 +80,9 @@ class MonitorState:
         self._lock = threading.Lock()
         self._snapshot: dict | None = None
         self._snapshot_time = float("-inf")
+        self._error: ClusterUnavailableError | None = None
+        self._error_time = float("-inf")
+        self._owns_client = client is None
         self._history: dict[str, deque] = {}
         self._last_sample: dict[str, float] = {}
         self._poller: threading.Thread | None = None
@@ -99,6 +102,8 @@ class MonitorState:
     def client(self, client: StatusClient) -> None:
         with self._lock:
             self._client = client
+            self._owns_client = False
+            self._error = None
             self._snapshot = None
             self._snapshot_time = float("-inf")
 
@@ -114,13 +119,20 @@ class MonitorState:
             now = self._clock()
             if self._snapshot is not None and now - self._snapshot_time <= max_age:
                 return self._snapshot
+            if self._error is not None and now - self._error_time <= max_age:
+                raise self._error  # a down cluster is asked once per interval, not once per request
             try:
                 snapshot = self.client.status()
             except Exception as exc:  # any transport failure becomes one clear error for the pages
-                raise ClusterUnavailableError(
+                self._error = ClusterUnavailableError(
                     f"cannot read the status of the cluster at {self.address or 'the given client'}: "
                     f"{type(exc).__name__}: {exc}. Check that the master runs (`xparl status`) and the token "
-                    "matches (--token / PARL_MONITOR_TOKEN)") from exc
+                    "matches (--token / PARL_MONITOR_TOKEN)")
+                self._error.__cause__ = exc
+                self._error_time = now
+                self._drop_client()
+                raise self._error from exc
+            self._error = None
             if not isinstance(snapshot, dict):
                 raise ClusterUnavailableError(f"the cluster's status() returned {type(snapshot).__name__}, "
                                               "expected a dict (contract B)")
@@ -128,6 +140,17 @@ class MonitorState:
             self._snapshot_time = now
             self._record(snapshot, now)
             return snapshot
+
+    def _drop_client(self) -> None:
+        """Forget a client this object created after a failure, so the next read reconnects afresh."""
+        if self._owns_client and self._client is not None:
+            close = getattr(self._client, "close", None)
+            try:
+                if callable(close):
+                    close()
+            except Exception:  # noqa: BLE001 - closing a broken connection must not hide the first error
+                logger.debug("closing the status client failed", exc_info=True)
+            self._client = None
 
     def _record(self, snapshot: dict, now: float) -> None:
         live = set()
