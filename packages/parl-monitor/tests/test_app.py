@@ -390,3 +390,15 @@ def test_client_can_be_swapped_in_extensions(app):
 def test_time_filters():
     assert format_time(0) == "1970-01-01 00:00:00 UTC" and format_time(None) == "-"
     assert format_ago(100.0, now=3823.0) == "1h 2m 3s" and format_ago(100.0, now=105.0) == "5s"
+
+
+def test_lost_worker_disappears_at_once(client, fake):
+    assert client.get("/workers/w-bbb").status_code == 200
+    lost = fake.snapshot["workers"].pop(1)  # the master dropped a worker that stopped heartbeating
+    fake.snapshot["cpus"]["total"] -= lost["cpus_total"]
+    fake.snapshot["cpus"]["vacant"] -= lost["cpus_total"] - lost["cpus_used"]
+    body = client.get("/api/overview").get_json()
+    assert body["counts"]["workers"] == 1 and body["cpus"] == {"total": 4, "used": 2, "vacant": 2}
+    assert body["memory"]["total_mb"] == 24000.0
+    assert client.get("/workers/w-bbb").status_code == 404
+    assert client.get("/workers/w-bbb?fragment=1").status_code == 404  # the page's script shows a banner
