@@ -402,3 +402,18 @@ def test_lost_worker_disappears_at_once(client, fake):
     assert body["memory"]["total_mb"] == 24000.0
     assert client.get("/workers/w-bbb").status_code == 404
     assert client.get("/workers/w-bbb?fragment=1").status_code == 404  # the page's script shows a banner
+
+
+def test_foreign_host_header_is_refused_on_loopback(client):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 gets nothing."""
+    assert client.get("/api/overview", headers={"Host": "evil.example:8110"}).status_code == 400
+    assert client.get("/api/overview", headers={"Host": "127.0.0.1:8110"}).status_code == 200
+    assert client.get("/", headers={"Host": "localhost:8110"}).status_code == 200
+
+
+def test_values_are_html_escaped(client, fake):
+    fake.snapshot["actors"][0]["class_name"] = "<script>alert(1)</script>"
+    fake.snapshot["clients"][0]["script"] = '/x/"><img src=x onerror=alert(1)>.py'
+    html = text(client.get("/"))
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html

@@ -88,6 +88,10 @@ def create_app(config: dict | None = None) -> Flask:
     if cfg["REQUIRE_TOKEN"] and not cfg["TOKEN"]:
         raise ValueError(f"parl-monitor bound to {cfg['HOST']} (not loopback) requires the cluster token: pass "
                          "--token T (or PARL_MONITOR_TOKEN), or bind to 127.0.0.1")
+    if not cfg["REQUIRE_TOKEN"] and not cfg.get("TRUSTED_HOSTS"):
+        # Without a token, only answer requests addressed to a loopback name: a web page on another site cannot
+        # read the monitor through DNS rebinding (its requests carry that site's Host header -> 400).
+        cfg["TRUSTED_HOSTS"] = ["127.0.0.1", "localhost", "::1", "[::1]"]
     if not cfg["SECRET_KEY"]:
         cfg["SECRET_KEY"] = secrets.token_bytes(32)
     cfg.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
