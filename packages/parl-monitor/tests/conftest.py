@@ -40,21 +40,21 @@ def artifacts_dir() -> pathlib.Path:
 INSTALL_HINT = "run packages/parl-monitor/tests/install_chromium.sh (apt-get install chromium chromium-driver)"
 
 
-def _find(*names: str) -> str | None:
+def _find(env_var: str, name: str) -> str | None:
+    """``$env_var`` when set (a path), else ``name`` looked up on PATH."""
     import shutil
 
-    for name in names:
-        found = shutil.which(name) or (name if os.path.isabs(name) and os.access(name, os.X_OK) else None)
-        if found:
-            return found
-    return None
+    override = os.environ.get(env_var)
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    return shutil.which(name)
 
 
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     """Headless Debian chromium driven by Selenium through /usr/bin/chromedriver. Missing -> the test FAILS."""
-    chromium = _find("chromium", "/usr/bin/chromium")
-    driver_path = _find("chromedriver", "/usr/bin/chromedriver")
+    chromium = _find("PARL_TEST_CHROMIUM", "chromium")
+    driver_path = _find("PARL_TEST_CHROMEDRIVER", "chromedriver")
     if chromium is None or driver_path is None:
         pytest.fail(f"the browser tests need Debian's chromium and chromedriver (chromium={chromium}, "
                     f"chromedriver={driver_path}): {INSTALL_HINT}")

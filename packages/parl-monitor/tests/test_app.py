@@ -417,3 +417,49 @@ def test_values_are_html_escaped(client, fake):
     html = text(client.get("/"))
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<img src=x" not in html
+
+
+def test_client_is_never_used_from_two_threads_at_once():
+    """A zmq-based client is not thread-safe: the poller and the requests take turns."""
+    import threading
+    import time as _time
+
+    class Exclusive(FakeCluster):
+        def __init__(self):
+            super().__init__()
+            self.busy = threading.Lock()
+            self.overlaps = 0
+
+        def _enter(self):
+            if not self.busy.acquire(blocking=False):
+                self.overlaps += 1
+                self.busy.acquire()
+            _time.sleep(0.002)
+            self.busy.release()
+
+        def status(self):
+            self._enter()
+            return super().status()
+
+        def actor_log(self, actor_id, offset=0, max_bytes=65536):
+            self._enter()
+            return super().actor_log(actor_id, offset, max_bytes)
+
+    fake = Exclusive()
+    app = create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0})
+    st = app.extensions["parl_monitor"]
+    st.start_poller(0.01)
+    try:
+        def hammer():
+            c = app.test_client()
+            for _ in range(15):
+                assert c.get("/api/actors/a-1/log").status_code == 200
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        st.stop_poller()
+    assert fake.overlaps == 0 and len(fake.log_calls) == 45

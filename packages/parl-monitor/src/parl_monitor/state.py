@@ -77,7 +77,8 @@ class MonitorState:
         self.history_interval_s = float(history_interval_s)
         self.client_timeout_s = float(client_timeout_s)
         self._clock = clock
-        self._lock = threading.Lock()
+        # One lock around every use of the client: a zmq socket must not be used from two threads at once.
+        self._lock = threading.RLock()
         self._snapshot: dict | None = None
         self._snapshot_time = float("-inf")
         self._error: ClusterUnavailableError | None = None
@@ -182,8 +183,13 @@ class MonitorState:
             return list(self._history.get(worker_id, ()))
 
     def actor_log(self, actor_id: str, offset: int, max_bytes: int) -> tuple[bytes, int]:
-        """Read an actor's log through the client (the caller has checked that ``actor_id`` is a known actor)."""
-        return self.client.actor_log(actor_id, offset=offset, max_bytes=max_bytes)
+        """Read an actor's log through the client (the caller has checked that ``actor_id`` is a known actor).
+
+        Returns:
+            ``(data, next_offset)``: at most ``max_bytes`` bytes of the log from byte ``offset``.
+        """
+        with self._lock:
+            return self.client.actor_log(actor_id, offset=offset, max_bytes=max_bytes)
 
     # -- background sampling ----------------------------------------------------------------------------------
     def start_poller(self, interval_s: float | None = None) -> None:
