@@ -62,7 +62,7 @@
   }
   function drawChart(samples) {
     var w = chart.clientWidth || 800, h = chart.clientHeight || 260;
-    var left = 44, right = 12, top = 12, bottom = 28;
+    var left = 44, right = 48, top = 12, bottom = 28;
     var svg = el("svg", {viewBox: "0 0 " + w + " " + h, "data-samples": String(samples.length)});
     var series = [
       samples.map(function (s) { return s.load_1m; }),
@@ -88,11 +88,11 @@
     for (var i = 0; i <= 4; i++) {
       var v = leftMax * i / 4;
       svg.appendChild(el("text", {x: 4, y: y(v, leftMax) + 4}, v.toFixed(1)));
-      svg.appendChild(el("text", {x: w - right - 34, y: y(v, leftMax) + 4}, (25 * i) + "%"));
+      svg.appendChild(el("text", {x: w - right + 6, y: y(v, leftMax) + 4}, (25 * i) + "%"));
     }
     if (samples.length) {
       svg.appendChild(el("text", {x: left, y: h - 8}, new Date(t0 * 1000).toLocaleTimeString()));
-      svg.appendChild(el("text", {x: w - right - 70, y: h - 8}, new Date(t1 * 1000).toLocaleTimeString()));
+      svg.appendChild(el("text", {x: w - right - 60, y: h - 8}, new Date(t1 * 1000).toLocaleTimeString()));
     } else {
       svg.appendChild(el("text", {x: left + 10, y: h / 2}, "no samples yet"));
     }
