@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import pytest
 
@@ -28,6 +30,13 @@ class Counter:
 
     def divide(self, a, b):
         return a / b
+
+    def keep(self, array):
+        self.kept = array  # a zero-copy view of the caller's shared-memory arena
+        return array.nbytes
+
+    def kept_range(self):
+        return float(self.kept.min()), float(self.kept.max())
 
     def raise_custom(self):
         raise CustomError("bad", 7)
@@ -98,10 +107,36 @@ def test_large_numpy_roundtrip(connected):
     assert back.dtype == np.float32 and back.shape == array.shape
     np.testing.assert_array_equal(back, array)
     assert counter._xparl_actor.same_host == shm.available()
-    if shm.available():  # the same-host path maps and unlinks its files at once
-        assert set(pathlib.Path("/dev/shm").glob("xparl-*")) <= before
+    assert not back.flags.writeable  # received buffers are read-only
     small = np.arange(10, dtype=np.int64)  # small arrays stay in-band
     np.testing.assert_array_equal(counter.echo(small)[0][0], small)
+    if shm.available():  # the connection's arenas are unlinked when the actor is deleted
+        del counter
+        deadline = time.monotonic() + 10
+        while set(pathlib.Path("/dev/shm").glob("xparl-*")) - before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(pathlib.Path("/dev/shm").glob("xparl-*")) <= before
+        np.testing.assert_array_equal(back, array)  # still readable after the arena file is gone
+
+
+def test_shared_memory_regions_are_reused_only_after_release(connected):
+    np = pytest.importorskip("numpy")
+    import pathlib
+
+    from parl_remote import shm
+
+    counter = Counter()
+    size = 2 * 2**20 // 8  # 2 MiB of float64: above SHM_MIN_BYTES
+    assert counter.keep(np.full(size, 1.0)) == size * 8  # the actor keeps a view of our arena
+    held = [counter.echo(np.full(size, float(i)))[0][0] for i in range(2, 8)]  # we keep what comes back
+    for _ in range(20):  # results dropped at once: their regions are released and reused
+        counter.echo(np.full(size, -1.0))
+    assert counter.kept_range() == (1.0, 1.0)  # never overwritten by the later sends
+    for i, back in enumerate(held, start=2):
+        assert back.min() == back.max() == float(i)
+    if shm.available():
+        mine = list(pathlib.Path("/dev/shm").glob(f"xparl-{os.getpid()}-a*"))
+        assert 1 <= len(mine) <= 2, mine  # 16 MiB arenas, reused: not one per call
 
 
 def test_user_exception_is_remote_and_original_type(connected):

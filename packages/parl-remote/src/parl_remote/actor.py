@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 import zmq.utils.monitor
 
-from parl_remote import config, protocol, serialization
+from parl_remote import config, protocol, serialization, shm
 from parl_remote.errors import ActorDiedError, RemoteError, SerializationError, make_remote_exception
 from parl_remote.future import RemoteFuture
 from parl_remote.protocol import Message, MsgType
@@ -83,6 +83,7 @@ class ActorConnection:
         self.dead: ActorDiedError | None = None
         self.closed = False
         self.same_host = False  # set after INIT: large buffers then travel through /dev/shm
+        self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
 
@@ -105,7 +106,7 @@ class ActorConnection:
             if self.closed:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
-            frames = protocol.encode(self.signer, msg_type, rid, payload, self.same_host)
+            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
             while True:
                 try:
                     protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
@@ -125,7 +126,7 @@ class ActorConnection:
     def _recv(self) -> Message | None:
         """Reads one message; prints LOG notifications; returns replies."""
         try:
-            msg = protocol.decode(self.signer, protocol.recv_frames(self.sock), has_identity=False)
+            msg = protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel)
         except (protocol.Rejected, protocol.Notice) as exc:
             logger.warning("dropped a message from %s: %s", self.where, exc)
             return None
@@ -264,6 +265,8 @@ class ActorConnection:
         self._close_sockets(linger=1000)
 
     def _close_sockets(self, linger: int) -> None:
+        if self.shm_channel is not None:
+            self.shm_channel.close()
         if not self.sock.closed:
             try:
                 self.sock.disable_monitor()
@@ -385,7 +388,7 @@ class Reactor(threading.Thread):
             return
         rid = next(actor.ids)
         self.pending[actor][rid] = (future, raw)
-        frames = protocol.encode(actor.signer, msg_type, rid, payload, actor.same_host)
+        frames = protocol.encode(actor.signer, msg_type, rid, payload, actor.shm_channel)
         try:
             protocol.send_frames(actor.sock, frames)
         except zmq.ZMQError as exc:
@@ -411,7 +414,7 @@ class Reactor(threading.Thread):
             self.pending[actor][rid] = (future, raw)
             entries.append((int(msg_type), rid, bytes(payload[0])))
             futures.append((rid, future))
-        frames = protocol.encode(actor.signer, MsgType.BATCH, 0, serialization.dumps(entries))
+        frames = protocol.encode(actor.signer, MsgType.BATCH, 0, serialization.dumps(entries), actor.shm_channel)
         try:
             protocol.send_frames(actor.sock, frames)
         except zmq.ZMQError as exc:

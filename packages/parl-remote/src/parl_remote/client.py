@@ -351,6 +351,8 @@ class Client:
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
                 actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
+                if actor.same_host:
+                    actor.shm_channel = shm.Channel()
                 break
             except ActorDiedError:
                 actor.close()

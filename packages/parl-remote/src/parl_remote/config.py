@@ -40,6 +40,9 @@ DEFAULTS: dict[str, float] = {
     "RECONNECT_MAX_INTERVAL_S": 2.0,
     # same-host buffers at least this large travel through /dev/shm instead of TCP (shm.py)
     "SHM_MIN_BYTES": 1 << 20,
+    # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm.Channel);
+    # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
+    "SHM_ARENA_MAX_BYTES": 1 << 30,
     # how many log files of ended actors a worker keeps (older ones are deleted)
     "LOGS_KEPT": 200,
     # how many ended actors the master keeps listed in status()

@@ -131,6 +131,7 @@ class Job:
         self.pending_output: list | None = None
         self.client: bytes | None = None
         self.peer_same_host = False
+        self.shm_channel: shm.Channel | None = None  # the client's /dev/shm arenas and ours (same host)
         self.peers = 0
         self.alone_since: float | None = None
         self.running = True
@@ -160,7 +161,7 @@ class Job:
         handlers = self.handlers
         while self.running:
             try:
-                msg = protocol.recv(self.router, self.signer, has_identity=True)
+                msg = protocol.recv(self.router, self.signer, True, channel=self.shm_channel)
             except zmq.Again:  # idle for _IDLE_POLL_MS
                 self._on_monitor()
                 self._idle_checks()
@@ -229,7 +230,7 @@ class Job:
         try:
             protocol.send(
                 self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload,
-                use_shm=self.peer_same_host,
+                use_shm=self.shm_channel,
             )  # fmt: skip
         except zmq.ZMQError as exc:
             logger.warning("job %s: cannot reply: %s", self.job_id, exc)
@@ -277,6 +278,8 @@ class Job:
         self.client = msg.identity
         self.actor_id = body["actor_id"]
         self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
+        if self.peer_same_host and self.shm_channel is None:
+            self.shm_channel = shm.Channel()
         self._open_log(body.get("forward_output", True))
         try:
             cls = self._load_class(body)
@@ -375,7 +378,9 @@ class Job:
         else:
             rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
         try:
-            protocol.send(self.router, self.signer, msg_type, rid, identity=identity, payload=frames)
+            protocol.send(
+                self.router, self.signer, msg_type, rid, identity=identity, payload=frames, use_shm=self.shm_channel
+            )
         except zmq.ZMQError as exc:
             logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
@@ -390,6 +395,8 @@ class Job:
                 stream.flush()
             except Exception:
                 pass
+        if self.shm_channel is not None:
+            self.shm_channel.close()
         self.monitor.close(linger=0)
         self.router.close()
         self.worker.close()

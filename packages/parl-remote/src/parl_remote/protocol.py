@@ -9,7 +9,8 @@ identity frame; DEALER sockets send and receive it bare::
                         || BODY (pickle protocol 5 stream of the message body, ``serialization.dumps``)
     frame 1+  buffers   the body's out-of-band buffers (large arrays), one zero-copy frame each;
                         with flag FLAG_SHM, frame 1 is a manifest naming same-host shared-memory files
-                        that replace the large buffers (``shm.py``)
+                        or arena regions that replace the large buffers, and regions of the receiver's
+                        arena that the sender released (``shm.py``)
 
     SIGNATURE = HMAC-SHA256(token, HEADER || BODY || for each later frame: len (u64 BE) || bytes)
 
@@ -144,17 +145,23 @@ class Message:
         return serialization.loads(self.payload)
 
 
-def encode(signer: Signer, msg_type: MsgType, req_id: int, payload: list, use_shm: bool = False) -> list:
+def encode(
+    signer: Signer, msg_type: MsgType, req_id: int, payload: list, use_shm: bool | shm.Channel | None = False
+) -> list:
     """Returns the frames ``[head, *buffers]`` of a message whose payload is ``[stream, *buffers]``.
 
     Args:
-        use_shm: the peer runs on this host: large buffers travel through shared memory (``shm.py``).
+        use_shm: the peer runs on this host: large buffers travel through shared memory (``shm.py``):
+            a ``shm.Channel`` (the connection's reusable arenas, plus its pending release entries) or
+            True (one-off files).
     """
     stream = payload[0]
     buffers = payload[1:]
     flags = 0
-    if use_shm and buffers:
-        exported = shm.export(buffers)
+    if use_shm:
+        exported = (
+            use_shm.export(buffers) if use_shm.__class__ is shm.Channel else (shm.export(buffers) if buffers else None)
+        )
         if exported is not None:
             manifest, inline = exported
             buffers = [manifest, *inline]
@@ -172,7 +179,7 @@ def send(
     identity: bytes | None = None,
     payload: list | None = None,
     flags: int = 0,
-    use_shm: bool = False,
+    use_shm: bool | shm.Channel | None = False,
 ) -> None:
     """Signs and sends a message.
 
@@ -185,7 +192,7 @@ def send(
         identity: the routing identity for a ROUTER socket.
         payload: already serialised payload frames (``serialization.dumps``).
         flags: zmq send flags (e.g. ``zmq.NOBLOCK``).
-        use_shm: the peer runs on this host (large buffers through shared memory).
+        use_shm: the peer runs on this host (large buffers through shared memory; see ``encode``).
     """
     if payload is None:
         payload = serialization.dumps(body)
@@ -247,13 +254,14 @@ class Rejected(Exception):
 _MIN_HEAD = HEADER.size + SIGNATURE_BYTES
 
 
-def decode(signer: Signer, frames: list, has_identity: bool) -> Message:
+def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channel | None = None) -> Message:
     """Verifies and decodes received frames (nothing is unpickled here).
 
     Args:
         signer: the cluster's signer.
         frames: the frames as received (bytes or zmq.Frame).
         has_identity: True on a ROUTER socket (frame 0 is the peer identity).
+        channel: the connection's shared-memory arenas (same-host peers), or None.
 
     Returns:
         The verified ``Message`` (its body is unpickled lazily by ``Message.body``).
@@ -289,7 +297,7 @@ def decode(signer: Signer, frames: list, has_identity: bool) -> Message:
         raise Rejected(f"unknown message type {raw_type}", None)
     if msg_flags & FLAG_SHM and buffers:
         try:
-            buffers = shm.restore(buffers[0], buffers[1:])
+            buffers = shm.restore(buffers[0], buffers[1:], channel)
         except (OSError, ValueError, StopIteration) as exc:
             raise Rejected(f"shared-memory buffers unavailable: {exc}", None) from None
     return Message(msg_type, req_id, [body, *buffers], identity)
@@ -300,7 +308,12 @@ _NOTICE_VALUES = {int(t) for t in _NOTICES}
 
 
 def recv(
-    sock: zmq.Socket, signer: Signer, has_identity: bool, reply_notices: bool = True, flags: int = 0
+    sock: zmq.Socket,
+    signer: Signer,
+    has_identity: bool,
+    reply_notices: bool = True,
+    flags: int = 0,
+    channel: shm.Channel | None = None,
 ) -> Message | None:
     """Receives one message; returns None (after logging) when it had to be dropped.
 
@@ -310,13 +323,14 @@ def recv(
         has_identity: True for a ROUTER socket.
         reply_notices: on a ROUTER socket, answer a rejected message with an unsigned notice.
         flags: zmq receive flags (``zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is there).
+        channel: the connection's shared-memory arenas (same-host peers), or None.
 
     Raises:
         Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
     """
     frames = recv_frames(sock, flags)
     try:
-        return decode(signer, frames, has_identity)
+        return decode(signer, frames, has_identity, channel)
     except Rejected as exc:
         logger.warning("dropped a message from %r: %s", bytes(frames[0]) if has_identity else "peer", exc)
         if reply_notices and has_identity and exc.notice is not None:
