@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
+from parl_algorithms.torch.nets import MLP
 
 GAMMA = 0.99
 LR = 2.3e-3
@@ -54,8 +55,8 @@ class QNetwork(parl.Model):
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, num_actions))
+        # Linear-ReLU-Linear-ReLU-Linear: an nn.Sequential without the per-layer module calls
+        self.net = MLP([obs_dim, hidden, hidden, num_actions])
 
     def forward(self, obs):
         return self.net(obs)
@@ -129,8 +130,8 @@ def main() -> None:
         if rng.random() < epsilon:
             action = int(rng.integers(num_actions))
         else:
-            with torch.no_grad():
-                action = int(alg.predict(torch.as_tensor(obs[None], dtype=torch.float32)).argmax())
+            with torch.inference_mode():
+                action = int(alg.predict(torch.from_numpy(obs).unsqueeze(0)).argmax())
         next_obs, reward, terminated, truncated, _ = env.step(action)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -143,10 +144,12 @@ def main() -> None:
 
         if step >= LEARNING_STARTS and step % TRAIN_FREQ == 0:
             alg.sync_target()
-            for _ in range(GRADIENT_STEPS):
-                b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
-                loss = alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
-                                 torch.from_numpy(b_next), torch.from_numpy(b_term))
+            # the memory does not change during a training phase: draw all its minibatches at once (the same
+            # uniform indices, from the same generator, as GRADIENT_STEPS separate draws) and slice them
+            phase = [torch.from_numpy(a).view(GRADIENT_STEPS, BATCH_SIZE, *a.shape[1:])
+                     for a in memory.sample_batch(GRADIENT_STEPS * BATCH_SIZE)]
+            for i in range(GRADIENT_STEPS):
+                loss = alg.learn(*(a[i] for a in phase))
                 grad_steps += 1
             summary.add_scalar("train/loss", float(loss.detach()), step)
             summary.add_scalar("train/q_mean", alg.last_info["train/q_mean"], step)
