@@ -319,15 +319,32 @@ def bench_gil(rounds: int, n: int) -> dict:
     actors = [Summer(), Summer()]
     for a in actors:
         a.total(10).get()
+    jobs = [psutil.Process(a._xparl_actor.pid) for a in actors]
+    me = psutil.Process()
+    split: list[dict] = []  # CPU evidence of each parallel run: who used the cores
+
+    def cpu_s(proc: psutil.Process) -> float:
+        t = proc.cpu_times()
+        return t.user + t.system
 
     def parallel():
+        before = [cpu_s(p) for p in jobs] + [cpu_s(me)]
+        psutil.cpu_percent(percpu=True)
+        start = time.perf_counter()
         futures = [a.total(n) for a in actors]
-        return [f.get() for f in futures]
+        out = [f.get() for f in futures]
+        wall = time.perf_counter() - start
+        busy = psutil.cpu_percent(percpu=True)
+        after = [cpu_s(p) for p in jobs] + [cpu_s(me)]
+        used = [b - a for a, b in zip(before, after, strict=True)]
+        split.append({"wall": wall, "actors_cpu": used[:2], "client_cpu": used[2], "cores_busy": busy})
+        return out
 
     def serial():
         return [total(n), total(n)]
 
     results = interleave(rounds, {"parl-remote 2 actors": lambda: timed(parallel), "serial": lambda: timed(serial)})
+    results["split"] = split
     actors.clear()
     return results
 
@@ -418,6 +435,14 @@ def report(res: dict, args) -> str:
         f"(serial {med(gil['serial']):.2f} s, actors {med(gil['parl-remote 2 actors']):.2f} s) | (anchors on a quiet "
         "box: Ray 2.09x, mp.Pool 2.01x, PARL 1.83x) | >= 1.9x on 2 idle cores | "
         f"{'yes' if statistics.median(speedups) >= 1.9 else 'no (cores not idle)'} |"
+    )
+    split = gil["split"]
+    share = [statistics.median(r["actors_cpu"][i] / r["wall"] for r in split) for i in (0, 1)]
+    lines.append(
+        f"| R6 CPU split during the parallel runs (psutil, medians) | actors {share[0]:.0%} + {share[1]:.0%} of a "
+        f"core each, client {statistics.median(r['client_cpu'] for r in split):.2f} s CPU per run | cores busy "
+        f"(whole machine) {statistics.median(sum(r['cores_busy']) / len(r['cores_busy']) for r in split):.0f}% | "
+        "2 x 100% when idle | - |"
     )
     death = res["death_s"]
     lines.append(
