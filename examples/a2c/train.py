@@ -33,20 +33,22 @@ from tqdm import tqdm
 
 import parl
 from parl.utils import compute_gae, summary
+from parl_algorithms.torch.nets import MLP
 
 CONFIG = dict(num_envs=16, n_steps=16, gamma=0.99, gae_lambda=0.95, lr=3e-3, vf_loss_coeff=0.5,
               entropy_coeff=-0.01, total_steps=500_000, target_return=475.0, eval_trigger=400.0, hidden=64)
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int, hidden: int, out_gain: float) -> nn.Sequential:
-    layers = [nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, out)]
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
-            nn.init.zeros_(layer.bias)
-    nn.init.orthogonal_(layers[-1].weight, gain=out_gain)
-    return nn.Sequential(*layers)
+def mlp(inp: int, out: int, hidden: int, out_gain: float) -> MLP:
+    """Linear-Tanh-Linear-Tanh-Linear (an ``nn.Sequential`` without the per-layer module calls), orthogonal
+    init (gain sqrt(2), the last layer ``out_gain``) and zero biases, as SB3 initialises its policies."""
+    net = MLP([inp, hidden, hidden, out], activation="tanh")
+    for layer in net.layers:
+        nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
+        nn.init.zeros_(layer.bias)
+    nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
+    return net
 
 
 class ActorCritic(parl.Model):

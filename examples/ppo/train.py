@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 import parl
 from parl.utils import compute_gae, summary
+from parl_algorithms.torch.nets import MLP
 
 # Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
 # value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
@@ -48,14 +49,15 @@ CONFIGS = {
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int, hidden: int, out_gain: float) -> nn.Sequential:
-    layers = [nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, out)]
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
-            nn.init.zeros_(layer.bias)
-    nn.init.orthogonal_(layers[-1].weight, gain=out_gain)
-    return nn.Sequential(*layers)
+def mlp(inp: int, out: int, hidden: int, out_gain: float) -> MLP:
+    """Linear-Tanh-Linear-Tanh-Linear (an ``nn.Sequential`` without the per-layer module calls), orthogonal
+    init (gain sqrt(2), the last layer ``out_gain``) and zero biases, as SB3 initialises its policies."""
+    net = MLP([inp, hidden, hidden, out], activation="tanh")
+    for layer in net.layers:
+        nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
+        nn.init.zeros_(layer.bias)
+    nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
+    return net
 
 
 class ActorCritic(parl.Model):

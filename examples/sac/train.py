@@ -27,11 +27,11 @@ import time
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
+from parl_algorithms.torch.nets import MLP
 
 GAMMA = 0.99
 TAU = 0.005
@@ -44,9 +44,9 @@ EVAL_EPISODES = 10
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
 
-def mlp(inp: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
-                         nn.Linear(HIDDEN, out))
+def mlp(inp: int, out: int) -> MLP:
+    """Linear-ReLU-Linear-ReLU-Linear (an ``nn.Sequential`` without the per-layer module calls)."""
+    return MLP([inp, HIDDEN, HIDDEN, out])
 
 
 class SACModel(parl.Model):

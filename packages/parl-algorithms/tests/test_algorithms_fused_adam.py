@@ -46,3 +46,22 @@ def test_fused_adam_runs_step_hooks():
         opt.step()
     assert calls == [1, 1, 1]
     assert not torch.equal(before, net.weight)
+
+
+def test_clip_grad_norm_matches_torch():
+    from parl_algorithms.torch._common import clip_grad_norm
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    ref = copy.deepcopy(net)
+    x = torch.randn(8, 4)
+    for model in (net, ref):
+        (model(x) * 100).pow(2).mean().backward()
+    total = clip_grad_norm(net.parameters(), 0.5)
+    ref_total = torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.5)
+    assert float(total) > 0.5  # the clipping is active
+    assert torch.equal(total, ref_total)
+    for a, b in zip(net.parameters(), ref.parameters(), strict=True):
+        assert torch.equal(a.grad, b.grad)
+    new_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in net.parameters()]))
+    assert abs(float(new_norm) - 0.5) < 1e-4

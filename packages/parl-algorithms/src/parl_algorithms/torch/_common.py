@@ -105,6 +105,33 @@ def flat_q(q: torch.Tensor, algo: str) -> torch.Tensor:
     return q
 
 
+def clip_grad_norm(parameters: Any, max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` (L2, same math: ``g *= min(max_norm / (norm + 1e-6), 1)``) in
+    three tensor calls, without its per-call grouping by device and dtype (~0.1 ms on small networks).
+
+    Falls back to ``torch.nn.utils.clip_grad_norm_`` when the gradients span several devices / dtypes
+    or are sparse.
+
+    Args:
+        parameters: iterable of tensors whose ``.grad`` is clipped in place.
+        max_norm: the largest allowed L2 norm of all gradients together.
+
+    Returns:
+        the total L2 norm of the gradients before clipping, a float32 scalar tensor.
+    """
+    params = list(parameters)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    first = grads[0]
+    if any(g.is_sparse or g.device != first.device or g.dtype != first.dtype for g in grads):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    with torch.no_grad():
+        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        torch._foreach_mul_(grads, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    return total
+
+
 class FusedAdam(torch.optim.Adam):
     """``torch.optim.Adam(fused=True)`` whose ``step()`` calls the fused kernel directly.
 

@@ -8,11 +8,18 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import adam, column, discrete_actions, obs_batch, positive, readable_shape_errors
+from parl_algorithms.torch._common import (
+    adam,
+    clip_grad_norm,
+    column,
+    discrete_actions,
+    obs_batch,
+    positive,
+    readable_shape_errors,
+)
 from parl_core.torch import Algorithm, Model
 
 __all__ = ["A2C"]
@@ -144,7 +151,7 @@ class A2C(Algorithm):
         self.optimizer.zero_grad()
         total_loss.backward()
         if self.max_grad_norm is not None:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+            clip_grad_norm(self.model.parameters(), self.max_grad_norm)
         self.optimizer.step()
         self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
                           "train/entropy": float(entropy.detach())}

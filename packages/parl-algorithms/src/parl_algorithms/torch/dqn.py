@@ -14,6 +14,7 @@ from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
     adam,
+    clip_grad_norm,
     column,
     discrete_actions,
     obs_batch,
@@ -137,7 +138,7 @@ class DQN(Algorithm):
         self.optimizer.zero_grad()
         loss.backward()
         if self.max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+            clip_grad_norm(self.model.parameters(), self.max_grad_norm)
         self.optimizer.step()
         self.last_info = {"train/q_mean": float(pred.detach().mean()), "train/target_mean": float(target.mean())}
         return loss

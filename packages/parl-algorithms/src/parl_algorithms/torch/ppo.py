@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
     adam,
+    clip_grad_norm,
     column,
     continuous_actions,
     discrete_actions,
@@ -216,7 +216,7 @@ class PPO(Algorithm):
             self.optimizer.zero_grad()
             loss.backward()
             if self.max_grad_norm is not None:
-                nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+                clip_grad_norm(self.model.parameters(), self.max_grad_norm)
             self.optimizer.step()
         result = (float(value_loss.detach()), float(action_loss.detach()), float(entropy_mean.detach()))
         self.last_info = {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
