@@ -119,6 +119,22 @@ def test_large_numpy_roundtrip(connected):
         np.testing.assert_array_equal(back, array)  # still readable after the arena file is gone
 
 
+def test_same_host_actor_moves_to_its_ipc_endpoint(connected):
+    import sys
+
+    import zmq
+
+    from parl_remote import shm
+
+    counter = Counter(5)
+    endpoint = counter._xparl_actor.sock.get(zmq.LAST_ENDPOINT).decode()
+    if sys.platform.startswith("linux") and shm.available():
+        assert endpoint.startswith("ipc://@xparl-"), endpoint
+    else:
+        assert endpoint.startswith("tcp://"), endpoint
+    assert counter.add(2) == 7 and counter.count == 7  # calls and attributes work there
+
+
 def test_shared_memory_regions_are_reused_only_after_release(connected):
     np = pytest.importorskip("numpy")
     import pathlib

@@ -68,13 +68,7 @@ class ActorConnection:
         self.class_name = class_name
         self.forward_output = forward_output
         self.signer = client.signer
-        self.sock = client.ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 1000)
-        config.set_keepalive(self.sock)
-        self.sock.setsockopt(zmq.RECONNECT_IVL, 100)
-        self.sock.setsockopt(zmq.RCVTIMEO, _POLL_MS)
-        self.monitor = self.sock.get_monitor_socket(_MONITOR_EVENTS)
-        self.sock.connect(f"tcp://{self.address}")
+        self.sock, self.monitor = self._open_socket(f"tcp://{self.address}")
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.connected = False
@@ -86,6 +80,39 @@ class ActorConnection:
         self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
+
+    def _open_socket(self, endpoint: str) -> tuple[zmq.Socket, zmq.Socket]:
+        sock = self.client.ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 1000)
+        config.set_keepalive(sock)
+        sock.setsockopt(zmq.RECONNECT_IVL, 100)
+        sock.setsockopt(zmq.RCVTIMEO, _POLL_MS)
+        monitor = sock.get_monitor_socket(_MONITOR_EVENTS)
+        sock.connect(endpoint)
+        return sock, monitor
+
+    def use_endpoint(self, endpoint: str) -> None:
+        """Moves this connection to another endpoint of the same job (its same-host ``ipc://`` socket).
+
+        Called by ``Client.create_actor`` right after ``INIT``, before any other request; a failure
+        keeps the TCP connection.
+        """
+        with self.lock:
+            try:
+                sock, monitor = self._open_socket(endpoint)
+            except zmq.ZMQError as exc:
+                logger.debug("staying on TCP for %s: %s", self.where, exc)
+                return
+            old_sock, old_monitor = self.sock, self.monitor
+            self.sock, self.monitor = sock, monitor
+            self.connected = False
+            self.down_since = time.monotonic()
+            try:
+                old_sock.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            old_monitor.close(linger=0)
+            old_sock.close(linger=0)
 
     @property
     def where(self) -> str:

@@ -353,6 +353,8 @@ class Client:
                 actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
                 if actor.same_host:
                     actor.shm_channel = shm.Channel()
+                    if info.get("ipc"):
+                        actor.use_endpoint(info["ipc"])
                 break
             except ActorDiedError:
                 actor.close()

@@ -23,6 +23,7 @@ import importlib
 import logging
 import os
 import pickle
+import secrets
 import signal
 import sys
 import time
@@ -120,6 +121,16 @@ class Job:
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         port = self.router.bind_to_random_port(f"tcp://{host}")
         self.address = f"{host}:{port}"
+        # same-host clients switch to a Unix socket after INIT (fewer kernel hops than TCP loopback); an
+        # abstract-namespace name leaves no file behind, and every message is signed as on TCP
+        self.ipc_address: str | None = None
+        if sys.platform.startswith("linux"):
+            try:
+                endpoint = f"ipc://@xparl-{os.getpid()}-{secrets.token_hex(8)}"
+                self.router.bind(endpoint)
+                self.ipc_address = endpoint
+            except zmq.ZMQError:
+                logger.debug("no ipc endpoint for job %s", job_id)
         self.monitor = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
         self.worker = self.ctx.socket(zmq.DEALER)
         self.worker.setsockopt(zmq.LINGER, 500)
@@ -170,6 +181,8 @@ class Job:
             except protocol.Notice:
                 continue
             if msg is not None:
+                if self.client is not None and msg.identity != self.client:
+                    self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
                 handler = handlers.get(msg.type)
                 if handler is None:
                     logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
@@ -291,7 +304,10 @@ class Job:
                 raise
             self._reply_error(msg, exc)
             return
-        self._reply(msg, {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""})
+        info = {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""}
+        if self.peer_same_host and self.ipc_address:
+            info["ipc"] = self.ipc_address
+        self._reply(msg, info)
 
     def _load_class(self, body: dict) -> type:
         ref = body.get("class_ref")
