@@ -264,9 +264,12 @@ class Channel:
             offset = arena.alloc(nbytes)
             if offset is not None:
                 return arena, offset
-        capacity = max(_ARENA_MIN_BYTES, _round_up(nbytes))
-        if sum(a.capacity for a in self.arenas) + capacity > self.max_bytes:
-            return None
+        total = sum(a.capacity for a in self.arenas)
+        capacity = max(_ARENA_MIN_BYTES, _round_up(nbytes), total)  # geometric growth: few files
+        if total + capacity > self.max_bytes:
+            capacity = _round_up(nbytes)
+            if total + capacity > self.max_bytes:
+                return None
         try:
             arena = _Arena(capacity)
         except OSError:  # /dev/shm full: one-off files (which may fail loudly themselves)

@@ -438,6 +438,7 @@ class Worker:
         for job in self.jobs.values():
             if job.popen is not None:
                 job.popen.wait()
+        shm.sweep()  # the shared-memory arenas of jobs that were killed before they could unlink them
         for sock in (self.master, self.job_sock):
             if sock is not None:
                 sock.close(linger=0)
