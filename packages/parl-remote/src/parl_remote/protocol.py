@@ -40,7 +40,7 @@ from parl_remote import serialization, shm
 
 logger = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: shared-memory arena and release entries in the FLAG_SHM manifest
 MAGIC = b"XPRL"
 HEADER = struct.Struct("!4sHBBQ")
 FLAG_SHM = 1  # frame 1 is a shared-memory manifest (``shm.py``)
