@@ -117,6 +117,8 @@ print(" ".join(map(str, client.embedded.pids())), flush=True)
 print("torch" in sys.modules, "paddle" in sys.modules, flush=True)
 if sys.argv[1] == "hang":
     time.sleep(60)
+else:
+    sys.stdin.readline()  # the test lists the cluster's processes first, then lets us exit normally
 """
 
 
@@ -125,7 +127,8 @@ def test_embedded_cluster_ends_with_its_process(tmp_path, ending):
     script = tmp_path / "embedded.py"
     script.write_text(EMBEDDED)
     proc = subprocess.Popen([sys.executable, str(script), "hang" if ending == "kill" else "exit"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 2, proc.stderr.read() if proc.poll() is not None else pids
     assert proc.stdout.readline().strip() == "False False"  # no torch / paddle imported
@@ -133,6 +136,9 @@ def test_embedded_cluster_ends_with_its_process(tmp_path, ending):
     assert len(descendants) >= 3  # zygote + 2 jobs
     if ending == "kill":
         proc.send_signal(signal.SIGKILL)
+    else:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
     proc.wait(timeout=30)
     for pid in pids + descendants:
         wait_until(lambda pid=pid: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
