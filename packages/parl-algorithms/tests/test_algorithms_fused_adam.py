@@ -65,3 +65,15 @@ def test_clip_grad_norm_matches_torch():
         assert torch.equal(a.grad, b.grad)
     new_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in net.parameters()]))
     assert abs(float(new_norm) - 0.5) < 1e-4
+
+
+def test_fused_adam_zero_grad():
+    net = torch.nn.Linear(3, 2)
+    opt = adam(net.parameters(), lr=1e-2)
+    net(torch.ones(4, 3)).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert torch.equal(net.weight.grad, torch.zeros(2, 3))
+    net(torch.ones(4, 3)).sum().backward()
+    assert float(net.weight.grad.abs().sum()) == 24.0
+    opt.zero_grad()
+    assert net.weight.grad is None and net.bias.grad is None

@@ -187,6 +187,16 @@ class FusedAdam(torch.optim.Adam):
 
     step.hooked = True  # type: ignore[attr-defined]
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """As ``torch.optim.Optimizer.zero_grad``; the default ``set_to_none=True`` path only drops the
+        ``.grad`` references (no profiler record or per-call grouping)."""
+        if not set_to_none:
+            super().zero_grad(set_to_none=False)
+            return
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
 
 def adam(params: Any, lr: float, eps: float = 1e-8) -> torch.optim.Adam:
     """``torch.optim.Adam`` with the fused kernel where the parameters' device supports it.

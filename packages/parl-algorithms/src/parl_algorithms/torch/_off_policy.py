@@ -44,7 +44,9 @@ class OffPolicyActorCritic(Algorithm):
     def frozen_critic(self) -> Iterator[None]:
         """Within the block the critic's parameters need no gradient (the actor step backpropagates
         through the critic to the action only, which saves the critic's weight gradients)."""
-        params = list(self.model.get_critic_params())
+        # the critic optimizer holds exactly the critic's parameters (``get_critic_params()`` at construction);
+        # reading them there saves rebuilding the model's parameter list on every actor step
+        params = [p for group in self.critic_optimizer.param_groups for p in group["params"]]
         flags = [p.requires_grad for p in params]
         for p in params:
             p.requires_grad_(False)
