@@ -77,3 +77,14 @@ def test_fused_adam_zero_grad():
     assert float(net.weight.grad.abs().sum()) == 24.0
     opt.zero_grad()
     assert net.weight.grad is None and net.bias.grad is None
+
+
+def test_adam_uses_public_torch_adam_when_internals_are_not_vetted(monkeypatch):
+    from parl_algorithms.torch import _common
+
+    params = list(torch.nn.Linear(3, 2).parameters())
+    assert type(_common.adam(params, lr=1e-3)) is _common.FusedAdam  # the vetted torch 2.13 pin
+    monkeypatch.setattr(_common, "_FAST_ADAM", False)
+    optimizer = _common.adam(params, lr=1e-3)
+    assert type(optimizer) is torch.optim.Adam
+    assert optimizer.param_groups[0]["lr"] == 1e-3
