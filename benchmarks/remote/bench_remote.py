@@ -351,7 +351,13 @@ def bench_gil(rounds: int, n: int) -> dict:
     def serial():
         return [total(n), total(n)]
 
-    results = interleave(rounds, {"parl-remote 2 actors": lambda: timed(parallel), "serial": lambda: timed(serial)})
+    with mp.get_context("fork").Pool(2) as pool:  # the peer a user would otherwise pick, same run
+        pool.map(total, [10, 10], chunksize=1)
+        results = interleave(rounds, {
+            "parl-remote 2 actors": lambda: timed(parallel),
+            "mp.Pool 2 processes": lambda: timed(lambda: pool.map(total, [n, n], chunksize=1)),
+            "serial": lambda: timed(serial),
+        })
     results["split"] = split
     actors.clear()
     return results
@@ -398,6 +404,7 @@ def report(res: dict, args) -> str:
     )
     gil = res["gil"]
     speedups = [s / p for s, p in zip(gil["serial"], gil["parl-remote 2 actors"], strict=True)]
+    pool_speedups = [s / p for s, p in zip(gil["serial"], gil["mp.Pool 2 processes"], strict=True)]
     lines = [
         f"Date: {datetime.date.today().isoformat()}. Machine: {os.cpu_count()}-core VM, Python "
         f"{platform.python_version()}, pyzmq {zmq.__version__}, {res['ray_version']}. "
@@ -445,9 +452,10 @@ def report(res: dict, args) -> str:
     )
     lines.append(
         f"| R6 2 actors x sum(range({args.gil_n:.0e})) vs serial | {statistics.median(speedups):.2f}x "
-        f"(serial {med(gil['serial']):.2f} s, actors {med(gil['parl-remote 2 actors']):.2f} s) | (anchors on a quiet "
-        "box: Ray 2.09x, mp.Pool 2.01x, PARL 1.83x) | >= 1.9x on 2 idle cores | "
-        f"{'yes' if statistics.median(speedups) >= 1.9 else 'no (cores not idle)'} |"
+        f"(serial {med(gil['serial']):.2f} s, actors {med(gil['parl-remote 2 actors']):.2f} s) | mp.Pool(2) "
+        f"{statistics.median(pool_speedups):.2f}x ({med(gil['mp.Pool 2 processes']):.2f} s); anchors on a quiet "
+        "box: Ray 2.09x, mp.Pool 2.01x, PARL 1.83x | >= 1.9x on 2 idle cores | "
+        f"{'yes' if statistics.median(speedups) >= 1.9 else 'no'} |"
     )
     split = gil["split"]
     share = [statistics.median(r["actors_cpu"][i] / r["wall"] for r in split) for i in (0, 1)]
@@ -484,9 +492,10 @@ Notes:
   the signed manifest of its next message). Before: one fresh tmpfs file per message, 1.6 / 12 / 110 ms
   (page allocation and zeroing, ~50 ms per 100 MiB). The first call of a new size pays the arena's
   allocation once. Between hosts, arrays go as zero-copy zmq frames, HMAC-signed.
-- R6 needs two idle cores. The "CPU split" row is the evidence when they are not: each actor's CPU time per
-  run equals the serial cost of one sum (no hidden serialisation: the client and the cluster processes use
-  ~0 CPU while the actors compute), and the cores were busy with other jobs' work.
+- R6: the same run times `multiprocessing.Pool(2)` on the same work as the peer. On this 2-vCPU VM neither
+  reaches 1.9x reliably even at a load average below 1 (mp.Pool alone measured 1.82-2.09x over 5 rounds); the
+  "CPU split" row shows where the time goes: each actor's CPU time per run equals the serial cost of one sum
+  (no hidden serialisation: the client and the cluster processes use ~0 CPU while the actors compute).
 """
 
 
