@@ -22,7 +22,9 @@ class Sleeper:
     def pid(self):
         return os.getpid()
 
-    def sleep(self, seconds):
+    def sleep(self, seconds, started_file=None):
+        if started_file:  # lets a test wait (by polling) until the call is running in the job
+            open(started_file, "w").close()
         time.sleep(seconds)
         return seconds
 
@@ -52,16 +54,18 @@ def _actor_state(status_client, actor_id):
     return None
 
 
-def test_kill_9_of_a_job_fails_pending_and_later_calls(connected, status_client):
+def test_kill_9_of_a_job_fails_pending_and_later_calls(connected, status_client, tmp_path):
     actor = Sleeper()
     pid = actor.pid()
     actor_id = actor._xparl_actor.actor_id
     result = {}
 
+    started = tmp_path / "started"
+
     def call():
         start = time.monotonic()
         try:
-            actor.sleep(30)
+            actor.sleep(30, str(started))
         except xparl.ActorDiedError as exc:
             result["error"], result["after_s"] = exc, time.monotonic() - start
 
@@ -70,7 +74,7 @@ def test_kill_9_of_a_job_fails_pending_and_later_calls(connected, status_client)
     thread = threading.Thread(target=call)
     thread.start()
     wait_until(lambda: _actor_state(status_client, actor_id)["state"] == "alive", message="actor alive")
-    time.sleep(0.2)  # let the call reach the job
+    wait_until(started.exists, message="the call running in the job")
     killed_at = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     thread.join(10)
