@@ -10,7 +10,15 @@ from typing import Any
 import torch
 
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.torch._common import adam, column, continuous_actions, obs_batch, positive, unit_interval
+from parl_algorithms.torch._common import (
+    adam,
+    column,
+    continuous_actions,
+    obs_batch,
+    positive,
+    readable_shape_errors,
+    unit_interval,
+)
 from parl_core.torch import Algorithm, Model
 
 
@@ -105,3 +113,17 @@ class OffPolicyActorCritic(Algorithm):
     def get_info(self) -> dict[str, Any]:
         """Diagnostics of the last ``learn`` call (see ``last_info``)."""
         return dict(self.last_info)
+
+
+class DeterministicActorCritic(OffPolicyActorCritic):
+    """Base of the deterministic-policy algorithms (DDPG, TD3): ``predict`` and ``sample`` are the policy."""
+
+    @readable_shape_errors
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
+        return self.model.policy(obs_batch(obs, type(self).__name__))
+
+    @readable_shape_errors
+    def sample(self, obs: torch.Tensor) -> torch.Tensor:
+        """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
+        return self.predict(obs)

@@ -6,14 +6,14 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import flat_q, obs_batch, readable_shape_errors
-from parl_algorithms.torch._off_policy import OffPolicyActorCritic
+from parl_algorithms.torch._common import flat_q, readable_shape_errors
+from parl_algorithms.torch._off_policy import DeterministicActorCritic
 from parl_core.torch import Model
 
 __all__ = ["DDPG"]
 
 
-class DDPG(OffPolicyActorCritic):
+class DDPG(DeterministicActorCritic):
     """Deterministic policy gradient with target networks and Polyak averaging.
 
     The model must define ``policy(obs) -> action`` float32 ``[B, act_dim]`` in ``[-1, 1]`` (tanh; the
@@ -34,16 +34,6 @@ class DDPG(OffPolicyActorCritic):
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  actor_lr: float | None = None, critic_lr: float | None = None) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
-
-    @readable_shape_errors
-    def predict(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
-        return self.model.policy(obs_batch(obs, type(self).__name__))
-
-    @readable_shape_errors
-    def sample(self, obs: torch.Tensor) -> torch.Tensor:
-        """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
-        return self.predict(obs)
 
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,

@@ -7,14 +7,14 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import flat_q, obs_batch, positive, readable_shape_errors, two_q
-from parl_algorithms.torch._off_policy import OffPolicyActorCritic
+from parl_algorithms.torch._common import flat_q, positive, readable_shape_errors, two_q
+from parl_algorithms.torch._off_policy import DeterministicActorCritic
 from parl_core.torch import Model
 
 __all__ = ["TD3"]
 
 
-class TD3(OffPolicyActorCritic):
+class TD3(DeterministicActorCritic):
     """Twin Delayed DDPG.
 
     The model must define ``policy(obs) -> action`` float32 ``[B, act_dim]`` in ``[-1, 1]``,
@@ -54,16 +54,6 @@ class TD3(OffPolicyActorCritic):
         positive(self.policy_freq, "policy_freq", "TD3", "2")
         self.total_it = 0
         self._last_actor_loss = 0.0
-
-    @readable_shape_errors
-    def predict(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
-        return self.model.policy(obs_batch(obs, "TD3"))
-
-    @readable_shape_errors
-    def sample(self, obs: torch.Tensor) -> torch.Tensor:
-        """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
-        return self.predict(obs)
 
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
