@@ -121,7 +121,7 @@ class Algorithm:
                              f"expected {sorted(expected)}; restore it into the agent that saved it")
         for key, obj in holders.items():
             if isinstance(obj, Model):
-                obj.set_weights({k: v for k, v in state[key].items()})
+                obj.set_weights(state[key])
             else:
                 obj.load_state_dict(state[key])
         with torch.no_grad():
