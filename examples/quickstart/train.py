@@ -103,7 +103,7 @@ class CartpoleAgent(parl.Agent):
         action = torch.as_tensor(np.asarray(action), dtype=torch.int64)
         reward = torch.as_tensor(np.asarray(reward), dtype=torch.float32)
         loss = self.alg.learn(obs, action, reward)
-        return float(loss)
+        return float(loss.detach())
 
 
 def run_train_episode(agent: CartpoleAgent, env: gym.Env, seed: int | None = None):

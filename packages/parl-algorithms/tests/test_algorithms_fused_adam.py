@@ -88,3 +88,38 @@ def test_adam_uses_public_torch_adam_when_internals_are_not_vetted(monkeypatch):
     optimizer = _common.adam(params, lr=1e-3)
     assert type(optimizer) is torch.optim.Adam
     assert optimizer.param_groups[0]["lr"] == 1e-3
+
+
+def test_fused_adam_first_step_state_equals_torch_adam_state():
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    ref = copy.deepcopy(net)
+    opt = adam(net.parameters(), lr=1e-3)
+    ref_opt = torch.optim.Adam(ref.parameters(), lr=1e-3, fused=True)
+    for model, optimizer in ((net, opt), (ref, ref_opt)):
+        model(torch.ones(2, 4)).pow(2).sum().backward()
+        optimizer.step()
+    ours, theirs = opt.state_dict(), ref_opt.state_dict()
+    assert ours["param_groups"] == theirs["param_groups"]
+    assert ours["state"].keys() == theirs["state"].keys() == {0, 1}
+    for i in (0, 1):
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            a, b = ours["state"][i][key], theirs["state"][i][key]
+            assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), (i, key)
+    # a checkpoint of torch's Adam resumes in FusedAdam and the next steps are identical
+    resumed = adam(copy.deepcopy(ref).parameters(), lr=1e-3)
+    resumed.load_state_dict(ref_opt.state_dict())
+    assert float(resumed.state_dict()["state"][0]["step"]) == 1.0
+
+
+def test_fused_adam_does_not_import_dynamo():
+    # Optimizer.add_param_group and Optimizer.step import torch._dynamo (~1 s of start-up) on first use
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom parl_algorithms.torch._common import adam\n"
+            "net = torch.nn.Linear(4, 2)\nopt = adam(net.parameters(), lr=1e-3)\n"
+            "for _ in range(2):\n    opt.zero_grad(); net(torch.ones(3, 4)).sum().backward(); opt.step()\n"
+            "print('torch._dynamo' in sys.modules, float(opt.state_dict()['state'][0]['step']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "2.0"]

@@ -143,21 +143,33 @@ _FAST_ADAM = (
     and hasattr(torch.optim.Optimizer, "profile_hook_step")
     and hasattr(_torch_optimizer, "_global_optimizer_pre_hooks")
     and hasattr(_torch_optimizer, "_global_optimizer_post_hooks")
+    and all(hasattr(getattr(torch.optim.Optimizer, name), "__wrapped__")
+            for name in ("add_param_group", "state_dict", "load_state_dict"))
 )
+# parameter dtypes whose state the fast path creates itself (as Adam._init_group does for fused=True)
+_FUSED_DTYPES = (torch.float32, torch.float64)
 
 
 class FusedAdam(torch.optim.Adam):
     """``torch.optim.Adam(fused=True)`` whose ``step()`` calls the fused kernel directly.
 
     ``Optimizer.step`` spends ~0.1 ms per call in Python (profiler record, hook and ``_init_group``
-    bookkeeping), as long as the fused kernel itself on 64x64 networks. Once every parameter with a
-    gradient has its Adam state (after the first step, which goes through ``torch.optim.Adam.step``),
-    this class issues the same two calls ``torch.optim.Adam`` issues on one device/dtype (``_foreach_add_``
+    bookkeeping), as long as the fused kernel itself on 64x64 networks. This class creates the Adam state
+    of a parameter at its first gradient as ``torch.optim.Adam``'s fused path does (a float32 ``step`` and
+    zero moments), and issues the same two calls ``torch.optim.Adam`` issues on one device/dtype (``_foreach_add_``
     on the step counters, then ``torch._fused_adam_``) on the same state tensors, so results,
     ``state_dict()`` and learning-rate changes through ``param_groups`` are those of ``torch.optim.Adam``.
     It falls back to ``torch.optim.Adam.step`` for a closure, step hooks, amsgrad, maximize, a tensor
     lr, grad scaling, or parameters on several devices / dtypes.
     """
+
+    # Optimizer.add_param_group without its lazy ``torch._dynamo`` import (~1 s at the first optimizer of a
+    # process; dynamo is only needed under torch.compile, which never traces this eager optimizer)
+    # (also ``state_dict`` / ``load_state_dict``, which a checkpoint calls)
+    if _FAST_ADAM:
+        add_param_group = torch.optim.Optimizer.add_param_group.__wrapped__
+        state_dict = torch.optim.Optimizer.state_dict.__wrapped__
+        load_state_dict = torch.optim.Optimizer.load_state_dict.__wrapped__
 
     # torch.optim.Adam.step with torch's profiler record and step hooks (what Optimizer.__init__ would
     # wrap ``step`` in); ``step.hooked`` below keeps Optimizer from wrapping the fast path
@@ -178,9 +190,15 @@ class FusedAdam(torch.optim.Adam):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                state = self.state.get(p)
-                if not state or p.grad.is_sparse:
+                if p.grad.is_sparse or p.dtype not in _FUSED_DTYPES:
                     return self._slow_step(closure)
+                state = self.state.get(p)
+                if not state:  # Adam._init_group's fused-path state, created without Optimizer.step
+                    state = self.state[p] = {
+                        "step": torch.zeros((), dtype=torch.float32, device=p.device),
+                        "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                        "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format),
+                    }
                 params.append(p)
                 grads.append(p.grad)
                 exp_avgs.append(state["exp_avg"])
