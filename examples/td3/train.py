@@ -13,6 +13,9 @@ Algorithm box (Fujimoto et al. 2018, "Addressing Function Approximation Error in
 Usage::
 
     python examples/td3/train.py --seed 0 --logdir runs/td3/seed0
+    # HalfCheetah-v5 with rl-baselines3-zoo's MuJoCo settings (needs gymnasium[mujoco]), no early stop:
+    python examples/td3/train.py --env HalfCheetah-v5 --total-steps 100000 --learning-starts 10000 \
+        --eval-every 50000 --target-return 1e9 --hidden-sizes 400 300 --gamma 0.99 --buffer-size 1000000
 
 Writes ``<logdir>/summary.json`` and tensorboard scalars.
 """
@@ -43,9 +46,9 @@ HIDDEN = 64
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int) -> MLP:
-    """Linear-ReLU-Linear-ReLU-Linear (an ``nn.Sequential`` without the per-layer module calls)."""
-    return MLP([inp, HIDDEN, HIDDEN, out])
+def mlp(inp: int, out: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)) -> MLP:
+    """Linear-ReLU-...-Linear with ``hidden`` widths (an ``nn.Sequential`` without the per-layer module calls)."""
+    return MLP([inp, *hidden, out])
 
 
 class TD3Model(parl.Model):
@@ -55,11 +58,11 @@ class TD3Model(parl.Model):
     float32 [B, 1]; ``Q1(obs, action)`` -> Q1.
     """
 
-    def __init__(self, obs_dim: int, act_dim: int):
+    def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
         super().__init__()
-        self.actor = mlp(obs_dim, act_dim)
-        self.q1 = mlp(obs_dim + act_dim, 1)
-        self.q2 = mlp(obs_dim + act_dim, 1)
+        self.actor = mlp(obs_dim, act_dim, hidden)
+        self.q1 = mlp(obs_dim + act_dim, 1, hidden)
+        self.q2 = mlp(obs_dim + act_dim, 1, hidden)
 
     def policy(self, obs):
         return torch.tanh(self.actor(obs))
@@ -103,6 +106,13 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=1_000)
     parser.add_argument("--target-return", type=float, default=-200.0)
     parser.add_argument("--expl-noise", type=float, default=0.1, help="Gaussian exploration std, in [-1, 1] units")
+    parser.add_argument("--gamma", type=float, default=GAMMA)
+    parser.add_argument("--actor-lr", type=float, default=ACTOR_LR)
+    parser.add_argument("--critic-lr", type=float, default=CRITIC_LR)
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    parser.add_argument("--buffer-size", type=int, default=MEMORY_SIZE, help="replay memory capacity")
+    parser.add_argument("--hidden-sizes", type=int, nargs="+", default=[HIDDEN, HIDDEN],
+                        help="hidden layer widths of the actor and of each critic")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
     logdir = args.logdir or os.path.join("runs", "td3", f"{args.env}-seed{args.seed}")
@@ -116,12 +126,13 @@ def main() -> None:
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
-    alg = parl.algorithms.TD3(TD3Model(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=ACTOR_LR,
-                              critic_lr=CRITIC_LR, policy_noise=0.2, noise_clip=0.5, policy_freq=2)
-    memory = ReplayMemory(MEMORY_SIZE, obs_dim, act_dim, seed=args.seed)
+    alg = parl.algorithms.TD3(TD3Model(obs_dim, act_dim, tuple(args.hidden_sizes)), gamma=args.gamma, tau=TAU,
+                              actor_lr=args.actor_lr, critic_lr=args.critic_lr, policy_noise=0.2, noise_clip=0.5,
+                              policy_freq=2)
+    memory = ReplayMemory(args.buffer_size, obs_dim, act_dim, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
-    ep_return, eval_mean, reached_at, step = 0.0, float("-inf"), None, 0
+    ep_return, eval_mean, reached_at, step, evals = 0.0, float("-inf"), None, 0, []
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
     for step in range(1, args.total_steps + 1):
         if step <= args.learning_starts:
@@ -140,7 +151,7 @@ def main() -> None:
             obs, _ = env.reset()
             ep_return = 0.0
         if step > args.learning_starts:
-            b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
+            b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(args.batch_size)
             alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
                       torch.from_numpy(b_next), torch.from_numpy(b_term))
         if step % args.eval_every == 0:
@@ -150,19 +161,21 @@ def main() -> None:
             if step > args.learning_starts:
                 eval_mean = evaluate(alg, args.env, args.seed, action_scale)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
+                evals.append([step, eval_mean])
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
     bar.close()
-    if reached_at is None:
+    if reached_at is None and not (evals and evals[-1][0] == step):  # (an evaluation at this step is reused)
         eval_mean = evaluate(alg, args.env, args.seed, action_scale)
         summary.add_scalar("eval/return_mean", eval_mean, step)
+        evals.append([step, eval_mean])
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
     result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
-              "reached": reached_at is not None}
+              "reached": reached_at is not None, "evals": evals}
     with open(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)
     summary.flush()
