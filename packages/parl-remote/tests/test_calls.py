@@ -119,20 +119,28 @@ def test_large_numpy_roundtrip(connected):
         np.testing.assert_array_equal(back, array)  # still readable after the arena file is gone
 
 
-def test_same_host_actor_moves_to_its_ipc_endpoint(connected):
+@pytest.mark.parametrize("unix_stream", ["1", "0"])
+def test_same_host_actor_moves_to_its_unix_stream_or_ipc_endpoint(connected, monkeypatch, unix_stream):
     import sys
 
     import zmq
 
     from parl_remote import shm
 
+    monkeypatch.setenv("XPARL_UNIX_STREAM", unix_stream)
     counter = Counter(5)
-    endpoint = counter._xparl_actor.sock.get(zmq.LAST_ENDPOINT).decode()
-    if sys.platform.startswith("linux") and shm.available():
-        assert endpoint.startswith("ipc://@xparl-"), endpoint
+    actor = counter._xparl_actor
+    same_host = sys.platform.startswith("linux") and shm.available()
+    if same_host and unix_stream == "1":
+        assert actor.stream is not None and not actor.stream.closed
+        assert actor.sock.closed  # all traffic moved to the stream
     else:
-        assert endpoint.startswith("tcp://"), endpoint
+        assert actor.stream is None
+        endpoint = actor.sock.get(zmq.LAST_ENDPOINT).decode()
+        assert endpoint.startswith("ipc://@xparl-" if same_host else "tcp://"), endpoint
     assert counter.add(2) == 7 and counter.count == 7  # calls and attributes work there
+    counter.count = 1
+    assert counter.add(1) == 2
 
 
 def test_shared_memory_regions_are_reused_only_after_release(connected):

@@ -6,10 +6,18 @@ serialises threads). Future-mode actors (``wait=False``) hand their socket to th
 ``Reactor`` thread after ``__init__``: callers queue requests and get ``RemoteFuture`` objects at
 once, many calls can be in flight, and replies (executed in order by the job) complete the futures.
 
-Liveness: TCP keepalive (run by the kernel, so no GIL) on every connection; a socket monitor reports
-when the connection to the job closes (at once for a killed process on a reachable host). A
-connection that stays closed for ``ACTOR_RECONNECT_GRACE_S`` means the job is gone: the master is
-asked why, and every pending and later call raises ``ActorDiedError`` with that cause.
+Same host: right after ``INIT`` the connection moves to the job's Unix stream socket (``stream.py``):
+the same signed messages without zmq's I/O threads; a blocking call is one ``sendmsg`` and one
+blocking ``recv_into`` in the calling thread, and the reactor polls the socket's fd. With
+``XPARL_UNIX_STREAM=0`` (or where the stream is unavailable) it moves to the job's ``ipc://`` zmq
+endpoint instead. Between hosts: zmq over TCP.
+
+Liveness: on a stream, the end of the connection (EOF, ``ECONNRESET``) is the job's death, reported by
+the kernel at once; the master is asked why, and every pending and later call raises
+``ActorDiedError`` with that cause. On zmq: TCP keepalive (run by the kernel, so no GIL) on every
+connection; a socket monitor reports when the connection to the job closes (at once for a killed
+process on a reachable host). A connection that stays closed for ``ACTOR_RECONNECT_GRACE_S`` means
+the job is gone, with the same consequences.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 import zmq.utils.monitor
 
-from parl_remote import config, protocol, serialization, shm
+from parl_remote import config, protocol, serialization, shm, stream
 from parl_remote.errors import ActorDiedError, RemoteError, SerializationError, make_remote_exception
 from parl_remote.future import RemoteFuture
 from parl_remote.protocol import Message, MsgType
@@ -37,6 +45,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _POLL_MS = 100
+_IDLE_POLL_MS = 1000  # the reactor's wait when all its actors are on streams (nothing to check periodically)
+_STREAM_DEATH_CAUSE_WAIT_S = 2.0  # after a stream ends, how long to wait for the master to learn why
 _CONNECT_TIMEOUT_S = 3.0  # a granted job that never accepts the connection is gone
 _MONITOR_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
 
@@ -78,6 +88,7 @@ class ActorConnection:
         self.closed = False
         self.same_host = False  # set after INIT: large buffers then travel through /dev/shm
         self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
+        self.stream: stream.StreamConnection | None = None  # the same-host Unix stream, after use_stream
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
 
@@ -114,6 +125,35 @@ class ActorConnection:
             old_monitor.close(linger=0)
             old_sock.close(linger=0)
 
+    def use_stream(self, name: str) -> bool:
+        """Moves this connection to the job's Unix stream socket ``name`` (same host; ``stream.py``).
+
+        Called by ``Client.create_actor`` right after ``INIT``, before any other request. The listener
+        must be the granted job's process, run by this user (``SO_PEERCRED``); otherwise, or when the
+        connection fails, the connection stays on zmq and False is returned.
+        """
+        with self.lock:
+            try:
+                sock = stream.connect(name)
+            except OSError as exc:
+                logger.debug("staying on zmq for %s: %s", self.where, exc)
+                return False
+            refused = stream.check_peer(sock, pid=self.pid)
+            if refused is not None:
+                logger.warning("not using the unix stream of %s: %s", self.where, refused)
+                sock.close()
+                return False
+            self.stream = stream.StreamConnection(sock)
+            self.connected = self.ever_connected = True
+            self.down_since = None
+            self._close_zmq(linger=0)
+            return True
+
+    @property
+    def poll_key(self) -> Any:
+        """What the reactor's poller watches: the stream's fd, or the zmq socket."""
+        return self.stream.fd if self.stream is not None else self.sock
+
     @property
     def where(self) -> str:
         return f"actor {self.class_name} {self.actor_id}, pid {self.pid} at {self.address}"
@@ -134,6 +174,8 @@ class ActorConnection:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
             frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
+            if self.stream is not None:
+                return self._request_stream(frames, rid)
             while True:
                 try:
                     protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
@@ -150,8 +192,34 @@ class ActorConnection:
                 if msg is not None and msg.req_id == rid:
                     return msg
 
+    def _request_stream(self, frames: list, rid: int) -> Message:
+        """``request`` on the Unix stream: send, then read in this thread until the reply arrives."""
+        conn = self.stream
+        try:
+            conn.send(frames)
+            while True:
+                msg = self.decode_stream(conn.recv())
+                if msg is not None and msg.req_id == rid:
+                    return msg
+        except stream.StreamClosed:
+            raise self.mark_dead(wait_s=_STREAM_DEATH_CAUSE_WAIT_S) from None
+        except protocol.Rejected as exc:  # corrupt framing: the connection was closed
+            raise self.mark_dead(f"its connection broke ({exc})") from None
+
+    def decode_stream(self, frames: list) -> Message | None:
+        """Verifies a message received on the stream; prints LOG notifications; returns replies."""
+        try:
+            msg = stream.decode(self.stream, self.signer, frames, self.shm_channel)
+        except (protocol.Rejected, protocol.Notice) as exc:
+            logger.warning("dropped a message from %s: %s", self.where, exc)
+            return None
+        if msg.type is MsgType.LOG:
+            self.print_output(msg.body())
+            return None
+        return msg
+
     def _recv(self) -> Message | None:
-        """Reads one message; prints LOG notifications; returns replies."""
+        """Reads one message from the zmq socket; prints LOG notifications; returns replies."""
         try:
             msg = protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel)
         except (protocol.Rejected, protocol.Notice) as exc:
@@ -161,6 +229,17 @@ class ActorConnection:
             self.print_output(msg.body())
             return None
         return msg
+
+    def send_frames(self, frames: list) -> None:
+        """Sends encoded frames without blocking (reactor): a stream queues what the kernel does not take.
+
+        Raises:
+            stream.StreamClosed / zmq.ZMQError: the connection is gone.
+        """
+        if self.stream is not None:
+            self.stream.send(frames, block=False)
+        else:
+            protocol.send_frames(self.sock, frames)
 
     def result_of(self, msg: Message) -> Any:
         """The value of a reply, or raises the remote exception it carries."""
@@ -229,6 +308,8 @@ class ActorConnection:
         """Raises ActorDiedError when the job's connection has been down for too long."""
         if self.dead is not None:
             raise self._died_again()
+        if self.stream is not None:  # a stream's end is an event (see mark_dead), nothing to watch
+            return
         self.process_monitor()
         if self.connected or self.down_since is None:
             return
@@ -236,12 +317,12 @@ class ActorConnection:
         if time.monotonic() - self.down_since > grace:
             raise self.mark_dead()
 
-    def mark_dead(self, cause: str | None = None) -> ActorDiedError:
-        """Records that the actor is dead (asking the master why) and returns the error to raise."""
+    def mark_dead(self, cause: str | None = None, wait_s: float = 1.0) -> ActorDiedError:
+        """Records that the actor is dead (asking the master why, for up to ``wait_s``) and returns the error."""
         if self.dead is None:
             cause = (
                 cause
-                or self.client.death_cause(self.actor_id)
+                or self.client.death_cause(self.actor_id, wait_s)
                 or (f"the connection to its process was lost (no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)")
             )
             self.dead = ActorDiedError(f"{self.where} died: {cause}", cause=cause)
@@ -284,6 +365,15 @@ class ActorConnection:
             self.send_delete_and_close()
 
     def send_delete_and_close(self, send_delete: bool = True) -> None:
+        if self.stream is not None:
+            if send_delete and self.dead is None and not self.stream.closed:
+                try:  # what the kernel took is delivered after the close as well
+                    frames = protocol.encode(self.signer, MsgType.DELETE, 0, serialization.dumps(None))
+                    self.stream.send(frames, block=False)
+                except stream.StreamClosed:
+                    pass
+            self._close_sockets(linger=0)
+            return
         if send_delete and self.dead is None and not self.sock.closed:
             try:
                 protocol.send(self.sock, self.signer, MsgType.DELETE, 0, None, flags=zmq.NOBLOCK)
@@ -294,6 +384,11 @@ class ActorConnection:
     def _close_sockets(self, linger: int) -> None:
         if self.shm_channel is not None:
             self.shm_channel.close()
+        if self.stream is not None:
+            self.stream.close()
+        self._close_zmq(linger)
+
+    def _close_zmq(self, linger: int) -> None:
         if not self.sock.closed:
             try:
                 self.sock.disable_monitor()
@@ -314,7 +409,7 @@ class Reactor(threading.Thread):
         os.set_blocking(self.wake_r, False)
         self.stopping = False
         self.sleeping = False  # set by the reactor before it blocks; submitters wake it only then
-        self.actors: dict[zmq.Socket, ActorConnection] = {}
+        self.actors: dict[Any, ActorConnection] = {}  # by poll key: zmq socket, or stream fd
         self.pending: dict[ActorConnection, dict[int, tuple[RemoteFuture, bool]]] = {}
 
     def _wake(self) -> None:
@@ -363,7 +458,8 @@ class Reactor(threading.Thread):
         last_check = time.monotonic()
         while running:
             self.sleeping = True
-            ready = dict(poller.poll(0 if self.commands else _POLL_MS))
+            wait_ms = _POLL_MS if any(a.stream is None for a in self.actors.values()) else _IDLE_POLL_MS
+            ready = dict(poller.poll(0 if self.commands else wait_ms))
             self.sleeping = False
             if self.wake_r in ready:
                 try:
@@ -387,18 +483,24 @@ class Reactor(threading.Thread):
                 batches.clear()
                 if kind == "adopt":
                     actor = command[1]
-                    self.actors[actor.sock] = actor
+                    self.actors[actor.poll_key] = actor
                     self.pending[actor] = {}
-                    poller.register(actor.sock, zmq.POLLIN)
+                    poller.register(actor.poll_key, zmq.POLLIN)
                 elif kind == "close":
                     self._close(command[1], poller)
                 elif kind == "stop":
                     running = False
             for actor, items in batches.items():
                 self._flush(actor, items)
-            for sock, actor in list(self.actors.items()):
-                if sock in ready:
-                    self._read(actor)
+            for key, actor in list(self.actors.items()):
+                events = ready.get(key)
+                if events:
+                    if events & zmq.POLLOUT:
+                        self._send_queued(actor)
+                    if events & ~zmq.POLLOUT:
+                        self._read(actor)
+                if actor.stream is not None and not actor.stream.closed:
+                    self._watch_output(actor)
             if time.monotonic() - last_check > _POLL_MS / 1000:
                 last_check = time.monotonic()
                 self._check_all(poller)
@@ -407,8 +509,31 @@ class Reactor(threading.Thread):
         os.close(self.wake_r)
         os.close(self.wake_w)
 
+    def _watch_output(self, actor: ActorConnection) -> None:
+        """Waits for room on a stream that has bytes queued (POLLOUT), and stops waiting when it has none."""
+        conn = actor.stream
+        want = zmq.POLLIN | zmq.POLLOUT if conn.sending else zmq.POLLIN
+        if want != conn.poll_mask and actor.poll_key in self.actors:
+            conn.poll_mask = want
+            self.poller.modify(actor.poll_key, want)
+
+    def _send_queued(self, actor: ActorConnection) -> None:
+        try:
+            actor.stream.flush()
+        except stream.StreamClosed:
+            self._lost(actor)
+
+    def _lost(self, actor: ActorConnection, cause: str | None = None) -> None:
+        """A stream actor's connection ended: the job is gone; fail its calls with the master's cause."""
+        actor.mark_dead(cause)  # (the master is asked for 1 s at most: other actors' futures wait meanwhile)
+        self._fail_pending(actor)
+        self._forget(actor, self.poller)
+
+    def _is_gone(self, actor: ActorConnection) -> bool:
+        return actor.stream.closed if actor.stream is not None else actor.sock.closed
+
     def _send(self, actor: ActorConnection, msg_type: MsgType, payload: list, future: RemoteFuture, raw: bool) -> None:
-        if actor.dead is not None or actor.sock.closed:
+        if actor.dead is not None or self._is_gone(actor):
             future.set_exception(actor._died_again() if actor.dead else RemoteError(f"{actor.where} was deleted"))
             return
         if not future.set_running_or_notify_cancel():
@@ -417,7 +542,9 @@ class Reactor(threading.Thread):
         self.pending[actor][rid] = (future, raw)
         frames = protocol.encode(actor.signer, msg_type, rid, payload, actor.shm_channel)
         try:
-            protocol.send_frames(actor.sock, frames)
+            actor.send_frames(frames)
+        except stream.StreamClosed:
+            self._lost(actor)
         except zmq.ZMQError as exc:
             self.pending[actor].pop(rid, None)
             future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))
@@ -428,7 +555,7 @@ class Reactor(threading.Thread):
             for item in items:
                 self._send(*item)
             return
-        if actor.dead is not None or actor.sock.closed:
+        if actor.dead is not None or self._is_gone(actor):
             for item in items:
                 self._send(*item)  # fails each future with the right error
             return
@@ -443,22 +570,42 @@ class Reactor(threading.Thread):
             futures.append((rid, future))
         frames = protocol.encode(actor.signer, MsgType.BATCH, 0, serialization.dumps(entries), actor.shm_channel)
         try:
-            protocol.send_frames(actor.sock, frames)
+            actor.send_frames(frames)
+        except stream.StreamClosed:
+            self._lost(actor)
         except zmq.ZMQError as exc:
             for rid, future in futures:
                 self.pending[actor].pop(rid, None)
                 future.set_exception(RemoteError(f"cannot send to {actor.where}: {exc}"))
 
     def _read(self, actor: ActorConnection) -> None:
+        if actor.stream is not None:
+            self._read_stream(actor)
+            return
         while not actor.sock.closed and actor.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            msg = actor._recv()
-            if msg is None:
-                continue
-            if msg.type is MsgType.BATCH:
-                for raw_type, rid, stream in msg.body():
-                    self._resolve(actor, Message(MsgType(raw_type), rid, [stream]))
-            else:
-                self._resolve(actor, msg)
+            self._dispatch(actor, actor._recv())
+
+    def _read_stream(self, actor: ActorConnection) -> None:
+        conn = actor.stream
+        try:
+            alive = conn.read_available()
+        except protocol.Rejected as exc:  # corrupt framing: the connection was closed
+            self._lost(actor, f"its connection broke ({exc})")
+            return
+        inbox = conn.inbox
+        while inbox and not conn.closed:
+            self._dispatch(actor, actor.decode_stream(inbox.popleft()))
+        if not alive and actor.dead is None and not conn.closed:
+            self._lost(actor)
+
+    def _dispatch(self, actor: ActorConnection, msg: Message | None) -> None:
+        if msg is None:
+            return
+        if msg.type is MsgType.BATCH:
+            for raw_type, rid, body in msg.body():
+                self._resolve(actor, Message(MsgType(raw_type), rid, [body]))
+        else:
+            self._resolve(actor, msg)
 
     def _resolve(self, actor: ActorConnection, msg: Message) -> None:
         pending = self.pending.get(actor, {})
@@ -497,10 +644,11 @@ class Reactor(threading.Thread):
 
     def _forget(self, actor: ActorConnection, poller: zmq.Poller) -> None:
         self.actors = {s: a for s, a in self.actors.items() if a is not actor}
-        try:
-            poller.unregister(actor.sock)
-        except KeyError:
-            pass
+        for key in (actor.sock, actor.stream.fd) if actor.stream is not None else (actor.sock,):
+            try:
+                poller.unregister(key)
+            except KeyError:
+                pass
 
     def _close(self, actor: ActorConnection, poller: zmq.Poller) -> None:
         if self.pending.get(actor) and actor.dead is None and not self.stopping:
@@ -508,9 +656,9 @@ class Reactor(threading.Thread):
             rid = next(actor.ids)
             self.pending[actor][rid] = (None, False)
             try:
-                protocol.send(actor.sock, actor.signer, MsgType.DELETE, rid, None, flags=zmq.NOBLOCK)
+                actor.send_frames(protocol.encode(actor.signer, MsgType.DELETE, rid, serialization.dumps(None)))
                 return
-            except zmq.ZMQError:
+            except (zmq.ZMQError, stream.StreamClosed):
                 pass
         if actor in self.pending:
             for future, _ in self.pending[actor].values():

@@ -24,7 +24,7 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization, shm
+from parl_remote import config, files, protocol, serialization, shm, stream
 from parl_remote.actor import ActorConnection, Reactor
 from parl_remote.errors import (
     ActorDiedError,
@@ -353,7 +353,8 @@ class Client:
                 actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
                 if actor.same_host:
                     actor.shm_channel = shm.Channel()
-                    if info.get("ipc"):
+                    moved = bool(info.get("unix")) and stream.enabled() and actor.use_stream(info["unix"])
+                    if not moved and info.get("ipc"):
                         actor.use_endpoint(info["ipc"])
                 break
             except ActorDiedError:
@@ -376,9 +377,9 @@ class Client:
                 self.reactor.start()
             return self.reactor
 
-    def death_cause(self, actor_id: str) -> str | None:
-        """Asks the master why an actor ended (None if unknown or the master does not answer)."""
-        deadline = time.monotonic() + 1.0
+    def death_cause(self, actor_id: str, wait_s: float = 1.0) -> str | None:
+        """Asks the master why an actor ended, for up to ``wait_s`` (None if unknown or no answer)."""
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not self.closed:
             try:
                 kind, info = self.master.request(MsgType.ACTOR_INFO, {"actor_id": actor_id}, timeout_s=0.5)

@@ -43,6 +43,9 @@ DEFAULTS: dict[str, float] = {
     # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm.Channel);
     # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
     "SHM_ARENA_MAX_BYTES": 1 << 30,
+    # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (stream.py);
+    # 0 keeps it on the job's zmq ipc:// endpoint
+    "UNIX_STREAM": 1,
     # how many log files of ended actors a worker keeps (older ones are deleted)
     "LOGS_KEPT": 200,
     # how many ended actors the master keeps listed in status()

@@ -6,9 +6,16 @@ class, its arguments and the hash of the shipped files), then ``CALL`` / ``GET_A
 requests, which run **in order in the main thread**; replies carry the request ids. ``DELETE`` ends
 the job.
 
+Transports: the ROUTER listens on TCP (any client) and, on Linux, on an abstract ``ipc://`` endpoint;
+the job also listens on an abstract Unix stream socket (``stream.py``). A same-host client is told
+both names in the ``INIT`` reply and moves its whole connection to the stream (or, with
+``XPARL_UNIX_STREAM=0``, to the ``ipc://`` endpoint). The main loop waits on all of them at once
+with one ``poll``; a stream peer must run as this job's user (``SO_PEERCRED``) and sign every message.
+
 Liveness needs no Python thread: the connection is watched by TCP keepalive in the kernel (no GIL),
 so a CPU-bound method never makes the actor look dead. The job exits when its client's connection
-stays closed for ``CLIENT_GONE_GRACE_S`` (client died), or when its worker disappears
+stays closed for ``CLIENT_GONE_GRACE_S`` (client died; at once when the client's stream connection
+ends, which cannot reconnect), or when its worker disappears
 (``PR_SET_PDEATHSIG`` on Linux, and a parent-pid check while idle).
 
 Output: fd 1 and 2 are redirected to the actor's log file ``<log dir>/<actor id>.log``; what Python
@@ -24,6 +31,7 @@ import logging
 import os
 import pickle
 import secrets
+import select
 import signal
 import sys
 import time
@@ -33,7 +41,7 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization, shm
+from parl_remote import config, files, protocol, serialization, shm, stream
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -132,6 +140,17 @@ class Job:
             except zmq.ZMQError:
                 logger.debug("no ipc endpoint for job %s", job_id)
         self.monitor = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        # same-host clients move their whole connection to this Unix stream socket (stream.py)
+        self.listener = None
+        self.stream_name: str | None = None
+        if stream.enabled():
+            try:
+                self.listener, self.stream_name = stream.listen()
+            except OSError:
+                logger.debug("no unix stream socket for job %s", job_id)
+        self.streams: dict[int, stream.StreamConnection] = {}
+        self.client_stream: stream.StreamConnection | None = None  # where output is forwarded
+        self.poller = select.poll()
         self.worker = self.ctx.socket(zmq.DEALER)
         self.worker.setsockopt(zmq.LINGER, 500)
         self.worker.setsockopt(zmq.IDENTITY, job_id.encode())
@@ -168,29 +187,143 @@ class Job:
             0,
             {"job_id": self.job_id, "address": self.address, "pid": os.getpid()},
         )
-        self.router.setsockopt(zmq.RCVTIMEO, _IDLE_POLL_MS)
-        handlers = self.handlers
+        router, poller = self.router, self.poller
+        router_fd = router.getsockopt(zmq.FD)
+        monitor_fd = self.monitor.getsockopt(zmq.FD)
+        listener_fd = self.listener.fileno() if self.listener is not None else -1
+        poller.register(router_fd, select.POLLIN)
+        poller.register(monitor_fd, select.POLLIN)
+        if self.listener is not None:
+            poller.register(listener_fd, select.POLLIN)
+        streams = self.streams
         while self.running:
-            try:
-                msg = protocol.recv(self.router, self.signer, True, channel=self.shm_channel)
-            except zmq.Again:  # idle for _IDLE_POLL_MS
+            # zmq's FD is edge-triggered: look at the socket's own state before each wait
+            if router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._serve_router()
+                continue
+            events = poller.poll(_IDLE_POLL_MS)
+            if not events:  # idle for _IDLE_POLL_MS
                 self._on_monitor()
                 self._idle_checks()
                 self._flush_output()
                 continue
+            for fd, mask in events:
+                conn = streams.get(fd)
+                if conn is not None:
+                    self._serve_stream(conn, mask)
+                elif fd == listener_fd:
+                    self._accept()
+                elif fd == monitor_fd:
+                    self._on_monitor()
+                if not self.running:
+                    break
+        self._shutdown()
+
+    def _serve_router(self) -> None:
+        """Handles the messages waiting on the ROUTER socket."""
+        handlers = self.handlers
+        while self.running:
+            try:
+                msg = protocol.recv(self.router, self.signer, True, flags=zmq.NOBLOCK, channel=self.shm_channel)
+            except zmq.Again:
+                break
             except protocol.Notice:
                 continue
-            if msg is not None:
-                if self.client is not None and msg.identity != self.client:
-                    self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
-                handler = handlers.get(msg.type)
-                if handler is None:
-                    logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
-                else:
-                    handler(msg)
-            if self.pending_output:
-                self._flush_output()
-        self._shutdown()
+            if msg is None:
+                continue
+            if self.client is not None and msg.identity != self.client:
+                self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
+            handler = handlers.get(msg.type)
+            if handler is None:
+                logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
+            else:
+                handler(msg)
+        if self.pending_output:
+            self._flush_output()
+
+    def _accept(self) -> None:
+        """Accepts same-user peers on the Unix stream socket."""
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                logger.warning("job %s: accept failed: %s", self.job_id, exc)
+                return
+            refused = stream.check_peer(sock)
+            if refused is not None:
+                logger.warning("job %s: refused a unix stream peer: %s", self.job_id, refused)
+                sock.close()
+                continue
+            conn = stream.StreamConnection(sock)
+            self.streams[conn.fd] = conn
+            self.poller.register(conn.fd, select.POLLIN)
+            self.alone_since = None
+
+    def _serve_stream(self, conn: stream.StreamConnection, mask: int) -> None:
+        """Reads a stream peer's messages and runs them in order."""
+        try:
+            if mask & select.POLLOUT:
+                conn.flush()
+            alive = conn.read_available() if mask & (select.POLLIN | select.POLLHUP | select.POLLERR) else True
+        except stream.StreamClosed:
+            alive = False
+        except protocol.Rejected as exc:
+            logger.warning("job %s: closed a unix stream peer: %s", self.job_id, exc)
+            alive = False
+        handlers = self.handlers
+        inbox = conn.inbox
+        while inbox and self.running and not conn.closed:
+            frames = inbox.popleft()
+            try:
+                msg = stream.decode(conn, self.signer, frames, self.shm_channel)
+            except protocol.Notice:
+                continue
+            except protocol.Rejected as exc:
+                logger.warning("job %s: dropped a message from a unix stream peer and closed it: %s", self.job_id, exc)
+                if exc.notice is not None:
+                    try:
+                        conn.send(protocol.notice_frames(exc.notice, protocol.notice_text(exc.notice)), block=False)
+                    except stream.StreamClosed:
+                        pass
+                alive = False
+                break
+            self.client_stream = conn
+            handler = handlers.get(msg.type)
+            if handler is None:
+                logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
+            else:
+                handler(msg)
+        if not alive or conn.closed or conn.eof:
+            self._drop_stream(conn)
+            return
+        if self.pending_output:
+            self._flush_output()
+        want = select.POLLIN | select.POLLOUT if conn.sending else select.POLLIN
+        if want != conn.poll_mask:  # wait for room to send queued output
+            conn.poll_mask = want
+            self.poller.modify(conn.fd, want)
+
+    def _drop_stream(self, conn: stream.StreamConnection) -> None:
+        """Forgets a closed stream peer; when it was the client's connection, the client is gone."""
+        if self.streams.pop(conn.fd, None) is not None:
+            try:
+                self.poller.unregister(conn.fd)
+            except KeyError:
+                pass
+        conn.close()
+        if conn is not self.client_stream:
+            return
+        self.client_stream = None
+        if not self.running:
+            return
+        self._on_monitor()
+        if self.peers == 0 and not self.streams:
+            # a stream cannot reconnect: its end means the client process is gone (or it dropped the actor)
+            print(f"[xparl] the client of actor {self.actor_id} disconnected; the actor ends", file=sys.stderr)
+            self.running = False
+            self.exit_code = EXIT_CLIENT_GONE
 
     def _on_monitor(self) -> None:
         while self.monitor.poll(0):
@@ -200,7 +333,7 @@ class Job:
                 self.alone_since = None
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self.peers = max(0, self.peers - 1)
-                if self.peers == 0:
+                if self.peers == 0 and not self.streams:
                     self.alone_since = time.monotonic()
 
     def _idle_checks(self) -> None:
@@ -210,6 +343,7 @@ class Job:
             self.exit_code = EXIT_WORKER_GONE
         elif (
             self.client is not None
+            and not self.streams
             and self.alone_since is not None
             and time.monotonic() - self.alone_since > config.get("CLIENT_GONE_GRACE_S")
         ):
@@ -219,14 +353,42 @@ class Job:
 
     def _flush_output(self) -> None:
         pending = self.pending_output
-        if not pending or self.client is None:
+        if not pending or (self.client is None and self.client_stream is None):
             return
         items = pending[:]
         del pending[: len(items)]
+        self._send(MsgType.LOG, 0, serialization.dumps(items), self.client, self.client_stream, notification=True)
+
+    def _send(
+        self,
+        msg_type: MsgType,
+        req_id: int,
+        payload: list,
+        identity: bytes | None,
+        conn: stream.StreamConnection | None,
+        notification: bool = False,
+    ) -> None:
+        """Sends a message to a peer: on its stream connection, else through the ROUTER to ``identity``.
+
+        A notification never blocks (it is dropped when the peer does not read) and carries no
+        shared-memory release entries (those must not be lost with it).
+        """
+        if conn is not None:
+            use_shm = False if notification else self.shm_channel
+            frames = protocol.encode(self.signer, msg_type, req_id, payload, use_shm)
+            try:
+                conn.send(frames, block=not notification, notification=notification)
+            except stream.StreamClosed:
+                self._drop_stream(conn)
+            return
         try:
-            protocol.send(self.router, self.signer, MsgType.LOG, 0, items, identity=self.client, flags=zmq.NOBLOCK)
-        except zmq.ZMQError:
-            pass
+            protocol.send(
+                self.router, self.signer, msg_type, req_id, identity=identity, payload=payload,
+                flags=zmq.NOBLOCK if notification else 0, use_shm=False if notification else self.shm_channel,
+            )  # fmt: skip
+        except zmq.ZMQError as exc:
+            if not notification:
+                logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
     def _reply(self, msg: Message, body: Any = None, msg_type: MsgType = MsgType.REPLY) -> None:
         self._flush_output()
@@ -239,14 +401,8 @@ class Job:
             if len(payload) == 1:
                 self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
                 return
-            self._flush_batch(msg.identity)  # keep the replies in order
-        try:
-            protocol.send(
-                self.router, self.signer, msg_type, msg.req_id, identity=msg.identity, payload=payload,
-                use_shm=self.shm_channel,
-            )  # fmt: skip
-        except zmq.ZMQError as exc:
-            logger.warning("job %s: cannot reply: %s", self.job_id, exc)
+            self._flush_batch(msg)  # keep the replies in order
+        self._send(msg_type, msg.req_id, payload, msg.identity, msg.stream)
 
     def _reply_error(self, msg: Message, exc: BaseException) -> None:
         tb_text = traceback.format_exc()
@@ -307,6 +463,8 @@ class Job:
         info = {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""}
         if self.peer_same_host and self.ipc_address:
             info["ipc"] = self.ipc_address
+        if self.peer_same_host and self.stream_name:
+            info["unix"] = self.stream_name
         self._reply(msg, info)
 
     def _load_class(self, body: dict) -> type:
@@ -372,45 +530,48 @@ class Job:
         """Runs several requests in order and answers them with one BATCH message."""
         self.batch_out = []
         try:
-            for raw_type, rid, stream in msg.body():
+            for raw_type, rid, body in msg.body():
                 msg_type = MsgType(raw_type)
                 handler = self.handlers.get(msg_type)
                 if handler is None or msg_type is MsgType.BATCH:
                     continue
-                handler(Message(msg_type, rid, [stream], msg.identity))
+                handler(Message(msg_type, rid, [body], msg.identity, msg.stream))
                 if not self.running:
                     break
         finally:
-            self._flush_batch(msg.identity)
+            self._flush_batch(msg)
             self.batch_out = None
 
-    def _flush_batch(self, identity: bytes | None) -> None:
+    def _flush_batch(self, msg: Message) -> None:
         items, self.batch_out = self.batch_out, []
         if not items:
             return
         if len(items) == 1:
-            raw_type, rid, stream = items[0]
-            frames, msg_type = [stream], MsgType(raw_type)
+            raw_type, rid, body = items[0]
+            frames, msg_type = [body], MsgType(raw_type)
         else:
             rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
-        try:
-            protocol.send(
-                self.router, self.signer, msg_type, rid, identity=identity, payload=frames, use_shm=self.shm_channel
-            )
-        except zmq.ZMQError as exc:
-            logger.warning("job %s: cannot reply: %s", self.job_id, exc)
+        self._send(msg_type, rid, frames, msg.identity, msg.stream)
 
     def on_delete(self, msg: Message) -> None:
+        self.running = False  # first: a client that closed its stream right after DELETE is not "gone"
         self._reply(msg, None)
-        self.running = False
 
     def _shutdown(self) -> None:
         self._flush_output()
-        for stream in (sys.stdout, sys.stderr):
+        for out in (sys.stdout, sys.stderr):
             try:
-                stream.flush()
+                out.flush()
             except Exception:
                 pass
+        for conn in list(self.streams.values()):
+            try:
+                conn.flush()  # the kernel delivers what it took after the close too
+            except stream.StreamClosed:
+                pass
+            conn.close()
+        if self.listener is not None:
+            self.listener.close()
         if self.shm_channel is not None:
             self.shm_channel.close()
         self.monitor.close(linger=0)

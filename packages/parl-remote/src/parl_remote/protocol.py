@@ -21,6 +21,16 @@ unsigned notice (``AUTH_FAILED`` / ``VERSION_MISMATCH``: HEADER || 32 zero bytes
 any data. Replies carry the request id of their request; several requests may be in flight on one
 connection (ROUTER/DEALER), and replies are matched by id.
 
+Same-host stream framing: a client and a job on one host talk over an abstract-namespace Unix stream
+socket instead (``stream.py``; no zmq I/O threads on the path). The frames of a message, exactly as
+above (same HEADER, same SIGNATURE, verified before anything is unpickled by the same ``decode``), are
+written back to back after a *stream prefix*::
+
+    COUNT (u32 BE, 1..MAX_STREAM_FRAMES) || COUNT frame lengths (u64 BE each) || the frames
+
+The prefix is not signed: a wrong length only misframes the stream, which then fails verification
+(``decode``), and the receiver closes the connection.
+
 Which process handles which type is the handler table (a dict ``MsgType -> method``) of that
 process: ``Master.handlers``, ``Worker.handlers``, ``Job.handlers``.
 """
@@ -94,6 +104,10 @@ class MsgType(enum.IntEnum):
     BATCH = 47  # list of (MsgType value, request id, body stream)
 
 
+MAX_STREAM_FRAMES = 1 << 16
+_STREAM_COUNT = struct.Struct("!I")
+_STREAM_ONE = struct.Struct("!IQ")  # the prefix of the common one-frame message
+
 _NOTICES = (MsgType.AUTH_FAILED, MsgType.VERSION_MISMATCH)
 
 try:  # OpenSSL's HMAC object (copy/update/digest in C); the hmac module's pure-Python wrapper otherwise
@@ -145,7 +159,8 @@ class Message:
     type: MsgType
     req_id: int
     payload: list  # [body stream, *out-of-band buffers]
-    identity: bytes | None = None
+    identity: bytes | None = None  # the sender's routing identity on a ROUTER socket
+    stream: Any = None  # the ``stream.StreamConnection`` it came on (same-host stream peers); replies go there
 
     def body(self) -> Any:
         """Unpickles the message body (protocol 5 stream plus out-of-band buffers)."""
@@ -236,11 +251,60 @@ def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
     return frames
 
 
+def stream_prefix(frames: list) -> bytes:
+    """Returns the stream prefix (frame count and lengths) of encoded frames (see the module docstring).
+
+    Raises:
+        ValueError: more than ``MAX_STREAM_FRAMES`` frames.
+    """
+    count = len(frames)
+    if count == 1:
+        return _STREAM_ONE.pack(1, len(frames[0]))
+    if count > MAX_STREAM_FRAMES:
+        raise ValueError(f"a message of {count} frames; at most {MAX_STREAM_FRAMES} travel on a stream")
+    return struct.pack(f"!I{count}Q", count, *(memoryview(f).nbytes for f in frames))
+
+
+def parse_stream_prefix(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, tuple] | None:
+    """Parses a stream prefix at ``buf[pos:end]``.
+
+    Returns:
+        ``(prefix size in bytes, frame lengths)``, or None when ``buf[pos:end]`` does not hold all of it yet.
+
+    Raises:
+        Rejected: a frame count of 0 or above ``MAX_STREAM_FRAMES`` (the stream is corrupt).
+    """
+    if end - pos < 4:
+        return None
+    (count,) = _STREAM_COUNT.unpack_from(buf, pos)
+    if count == 1:
+        if end - pos < 12:
+            return None
+        return 12, (_STREAM_ONE.unpack_from(buf, pos)[1],)
+    if count == 0 or count > MAX_STREAM_FRAMES:
+        raise Rejected(f"stream prefix announces {count} frames", MsgType.AUTH_FAILED)
+    size = 4 + 8 * count
+    if end - pos < size:
+        return None
+    return size, struct.unpack_from(f"!{count}Q", buf, pos + 4)
+
+
+def notice_frames(msg_type: MsgType, text: str) -> list:
+    """The frames of an unsigned AUTH_FAILED / VERSION_MISMATCH notice carrying only ``text``."""
+    return [HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, 0, 0) + _NO_SIGNATURE + text.encode()[:1000]]
+
+
+def notice_text(notice: MsgType) -> str:
+    """What a peer is told when its message was rejected with ``notice``."""
+    if notice is MsgType.VERSION_MISMATCH:
+        return f"this xparl cluster speaks protocol {PROTOCOL_VERSION}; upgrade parl-remote on both sides"
+    return "the cluster rejected the message signature: the token differs from the cluster's"
+
+
 def send_notice(sock: zmq.Socket, msg_type: MsgType, text: str, identity: bytes | None = None) -> None:
     """Sends an unsigned AUTH_FAILED / VERSION_MISMATCH notice carrying only ``text``."""
-    head = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, 0, 0) + _NO_SIGNATURE + text.encode()[:1000]
     try:
-        send_frames(sock, [head], identity, zmq.NOBLOCK)
+        send_frames(sock, notice_frames(msg_type, text), identity, zmq.NOBLOCK)
     except zmq.ZMQError:
         pass
 
@@ -354,10 +418,5 @@ def recv(
     except Rejected as exc:
         logger.warning("dropped a message from %r: %s", bytes(frames[0]) if has_identity else "peer", exc)
         if reply_notices and has_identity and exc.notice is not None:
-            text = (
-                f"this xparl cluster speaks protocol {PROTOCOL_VERSION}; upgrade parl-remote on both sides"
-                if exc.notice is MsgType.VERSION_MISMATCH
-                else "the cluster rejected the message signature: the token differs from the cluster's"
-            )
-            send_notice(sock, exc.notice, text, identity=bytes(frames[0]))
+            send_notice(sock, exc.notice, notice_text(exc.notice), identity=bytes(frames[0]))
         return None
