@@ -89,6 +89,7 @@ class ActorConnection:
         self.same_host = False  # set after INIT: large buffers then travel through /dev/shm
         self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.stream: stream.StreamConnection | None = None  # the same-host Unix stream, after use_stream
+        self.stream_name: str | None = None
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
 
@@ -144,6 +145,7 @@ class ActorConnection:
                 sock.close()
                 return False
             self.stream = stream.StreamConnection(sock)
+            self.stream_name = name
             self.connected = self.ever_connected = True
             self.down_since = None
             self._close_zmq(linger=0)

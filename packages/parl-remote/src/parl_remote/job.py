@@ -34,6 +34,7 @@ import secrets
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -46,7 +47,9 @@ from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
-_IDLE_POLL_MS = 100
+# the main loop's longest wait: everything else is an event (messages, connections, the client's end,
+# background output); only the worker-gone check (a backup to PR_SET_PDEATHSIG) runs this rarely
+_IDLE_POLL_MS = 1000
 # exit codes, described by the worker (``worker.describe_exit``)
 EXIT_DELETED = 0
 EXIT_CLIENT_GONE = 3
@@ -54,17 +57,27 @@ EXIT_WORKER_GONE = 4
 
 
 class _Tee:
-    """A text stream writing to the actor's log file and queueing text for the client."""
+    """A text stream writing to the actor's log file and queueing text for the client.
 
-    def __init__(self, log_file: Any, stream: str, pending: list | None) -> None:
+    Text written by another thread than the main one (which forwards its own output with each reply)
+    wakes the main loop through ``wake`` when the queue was empty.
+    """
+
+    def __init__(self, log_file: Any, stream: str, pending: list | None, wake: Any = None) -> None:
         self._file = log_file
         self._stream = stream
         self._pending = pending
+        self._wake = wake
+        self._main = threading.main_thread().ident
 
     def write(self, text: str) -> int:
         self._file.write(text)
-        if self._pending is not None and text:
-            self._pending.append((self._stream, text))
+        pending = self._pending
+        if pending is not None and text:
+            was_empty = not pending
+            pending.append((self._stream, text))
+            if was_empty and self._wake is not None and threading.get_ident() != self._main:
+                self._wake()
         return len(text)
 
     def flush(self) -> None:
@@ -151,6 +164,9 @@ class Job:
         self.streams: dict[int, stream.StreamConnection] = {}
         self.client_stream: stream.StreamConnection | None = None  # where output is forwarded
         self.poller = select.poll()
+        self.wake_r, self.wake_w = os.pipe()  # background threads' output wakes the main loop
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
         self.worker = self.ctx.socket(zmq.DEALER)
         self.worker.setsockopt(zmq.LINGER, 500)
         self.worker.setsockopt(zmq.IDENTITY, job_id.encode())
@@ -193,6 +209,7 @@ class Job:
         listener_fd = self.listener.fileno() if self.listener is not None else -1
         poller.register(router_fd, select.POLLIN)
         poller.register(monitor_fd, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
         if self.listener is not None:
             poller.register(listener_fd, select.POLLIN)
         streams = self.streams
@@ -201,8 +218,12 @@ class Job:
             if router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                 self._serve_router()
                 continue
-            events = poller.poll(_IDLE_POLL_MS)
-            if not events:  # idle for _IDLE_POLL_MS
+            timeout_ms = _IDLE_POLL_MS
+            if self.alone_since is not None:  # wake up when the client's grace period ends
+                grace_end = self.alone_since + config.get("CLIENT_GONE_GRACE_S")
+                timeout_ms = min(timeout_ms, max(10, int((grace_end - time.monotonic()) * 1000) + 10))
+            events = poller.poll(timeout_ms)
+            if not events:  # idle
                 self._on_monitor()
                 self._idle_checks()
                 self._flush_output()
@@ -215,9 +236,23 @@ class Job:
                     self._accept()
                 elif fd == monitor_fd:
                     self._on_monitor()
+                elif fd == self.wake_r:
+                    try:
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    self._flush_output()
                 if not self.running:
                     break
+            if self.alone_since is not None and self.running:
+                self._idle_checks()
         self._shutdown()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self.wake_w, b"x")
+        except OSError:  # full: a wake-up is pending anyway
+            pass
 
     def _serve_router(self) -> None:
         """Handles the messages waiting on the ROUTER socket."""
@@ -495,8 +530,8 @@ class Job:
         os.dup2(log_file.fileno(), 1)
         os.dup2(log_file.fileno(), 2)
         self.pending_output = [] if forward else None
-        sys.stdout = _Tee(log_file, "stdout", self.pending_output)
-        sys.stderr = _Tee(log_file, "stderr", self.pending_output)
+        sys.stdout = _Tee(log_file, "stdout", self.pending_output, self._wake)
+        sys.stderr = _Tee(log_file, "stderr", self.pending_output, self._wake)
 
     def on_call(self, msg: Message) -> None:
         try:

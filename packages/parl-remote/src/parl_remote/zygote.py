@@ -10,7 +10,9 @@ and reads JSON lines from its stdout::
     {"event": "spawned", "job_id": "j-...", "pid": 123}
     {"event": "exit", "pid": 123, "returncode": -9}      (negative: killed by that signal, like Popen)
 
-The zygote dies with its worker (``PR_SET_PDEATHSIG`` and end of stdin); its jobs die with it.
+The zygote dies with its worker (``PR_SET_PDEATHSIG`` and end of stdin); its jobs die with it. It
+sleeps until a request arrives or a job ends (``SIGCHLD``, delivered through ``signal.set_wakeup_fd``):
+no periodic wake-ups that would take a core from busy actors.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 
 from parl_remote import job
@@ -27,6 +30,10 @@ def _spawn(request: dict) -> int:
     pid = os.fork()
     if pid == 0:  # the job
         try:
+            signal.set_wakeup_fd(-1)  # the zygote's SIGCHLD wiring is not the job's
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in _WAKE_FDS:
+                os.close(fd)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(2, 1)  # stdout -> the worker's job start-up log, like stderr
@@ -45,6 +52,9 @@ def _spawn(request: dict) -> int:
     return pid
 
 
+_WAKE_FDS: list[int] = []
+
+
 def _emit(event: dict) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
@@ -54,10 +64,21 @@ def main() -> None:
     """Serves spawn requests until stdin closes."""
     job._set_parent_death_signal()
     stdin = sys.stdin.fileno()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    _WAKE_FDS[:] = [wake_r, wake_w]
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # a handler, so the wake-up fd is written
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     buf = b""
     while True:
-        ready, _, _ = select.select([stdin], [], [], 0.05)
-        if ready:
+        ready, _, _ = select.select([stdin, wake_r], [], [])
+        if wake_r in ready:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+        if stdin in ready:
             chunk = os.read(stdin, 65536)
             if not chunk:
                 break

@@ -1,0 +1,351 @@
+"""The same-host Unix stream transport (stream.py): framing, signing, peer checks, death, shm, output, order."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+
+import pytest
+from conftest import run_python, wait_until
+
+import parl_remote as xparl
+from parl_remote import protocol, serialization, shm, stream
+from parl_remote.protocol import MsgType
+
+pytestmark = [
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux-only"),
+]
+
+TOKEN = "stream-test-token"
+
+
+def _pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return stream.StreamConnection(a), stream.StreamConnection(b)
+
+
+class _Touch:
+    """Unpickling this creates a file: the proof that bytes were unpickled."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+# ------------------------------------------------------------------------------------------- units
+def test_framing_round_trip_of_small_multi_frame_and_large_messages():
+    np = pytest.importorskip("numpy")
+    left, right = _pair()
+    signer = protocol.Signer(TOKEN)
+    big = np.arange(3 * 2**20 // 8, dtype=np.float64)  # 3 MiB: its own frame, beyond any socket buffer
+    values = [("small", 1), {"k": [1, 2, 3]}, ("array", big), b"x" * 100_000, None]
+    got = []
+
+    def reader():
+        for _ in values:
+            msg = stream.decode(right, signer, right.recv(timeout_s=20))
+            got.append((msg.type, msg.req_id, msg.body(), msg.stream))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for rid, value in enumerate(values, start=1):
+        left.send(protocol.encode(signer, MsgType.CALL, rid, serialization.dumps(value)))
+    thread.join(30)
+    assert [(t, r) for t, r, _, _ in got] == [(MsgType.CALL, rid) for rid in range(1, len(values) + 1)]
+    assert got[0][2] == ("small", 1) and got[1][2] == {"k": [1, 2, 3]} and got[3][2] == b"x" * 100_000
+    assert got[4][2] is None and all(conn is right for *_, conn in got)
+    name, array = got[2][2]
+    assert name == "array" and array.dtype == np.float64
+    np.testing.assert_array_equal(array, big)
+    assert not array.flags.writeable  # received buffers are read-only, as on zmq
+    left.close()
+    with pytest.raises(stream.StreamClosed):
+        right.recv(timeout_s=5)
+    right.close()
+
+
+def test_partial_writes_are_reassembled_and_a_timeout_keeps_what_arrived():
+    raw, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = stream.StreamConnection(other)
+    signer = protocol.Signer(TOKEN)
+    frames = protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(list(range(50))))
+    data = protocol.stream_prefix(frames) + b"".join(frames)
+    for i in range(0, len(data) - 1):  # all but the last byte, one at a time
+        raw.send(data[i : i + 1])
+        assert conn.recv(timeout_s=0) is None  # no message before its last byte
+    raw.send(data[-1:])
+    msg = stream.decode(conn, signer, conn.recv(timeout_s=5))
+    assert msg.req_id == 7 and msg.body() == list(range(50))
+    raw.close()
+    conn.close()
+
+
+def test_corrupt_prefix_closes_the_connection():
+    raw, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = stream.StreamConnection(other)
+    raw.send(b"\0\0\0\0" + b"junk")  # zero frames
+    with pytest.raises(protocol.Rejected):
+        conn.recv(timeout_s=5)
+    assert conn.closed
+    raw.close()
+
+
+def test_wrongly_signed_stream_message_is_rejected_before_unpickling(tmp_path):
+    left, right = _pair()
+    marker = tmp_path / "unpickled"
+    header = protocol.HEADER.pack(protocol.MAGIC, protocol.PROTOCOL_VERSION, MsgType.CALL, 0, 1)
+    body = pickle.dumps(_Touch(str(marker)))
+    forged = header + protocol.Signer("not-the-token").sign(header, body) + body
+    left.send([forged])
+    with pytest.raises(protocol.Rejected, match="signature"):
+        stream.decode(right, protocol.Signer(TOKEN), right.recv(timeout_s=5))
+    tampered = bytearray(protocol.encode(protocol.Signer(TOKEN), MsgType.CALL, 2, [body])[0])
+    tampered[-3] ^= 1  # one flipped bit in the signed body
+    left.send([bytes(tampered)])
+    with pytest.raises(protocol.Rejected, match="signature"):
+        stream.decode(right, protocol.Signer(TOKEN), right.recv(timeout_s=5))
+    assert not marker.exists()
+    left.close()
+    right.close()
+
+
+def test_peer_credentials_are_checked():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        assert stream.peer_credentials(a)[:2] == (os.getpid(), os.getuid())
+        assert stream.check_peer(a) is None
+        assert stream.check_peer(a, pid=os.getpid()) is None
+        assert "uid" in stream.check_peer(a, uid=os.getuid() + 1)
+        assert "not 1" in stream.check_peer(a, pid=1)
+
+
+def test_two_peers_sending_large_messages_at_once_do_not_deadlock():
+    left, right = _pair()
+    signer = protocol.Signer(TOKEN)
+    payload = serialization.dumps(b"y" * (4 << 20))  # far beyond the kernel's socket buffers
+    received = {}
+
+    def side(name, conn):
+        conn.send(protocol.encode(signer, MsgType.CALL, 1, payload))  # blocking: reads while it waits
+        received[name] = stream.decode(conn, signer, conn.recv(timeout_s=30)).body()
+
+    threads = [threading.Thread(target=side, args=(n, c)) for n, c in (("left", left), ("right", right))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert received == {"left": b"y" * (4 << 20), "right": b"y" * (4 << 20)}
+    left.close()
+    right.close()
+
+
+# ------------------------------------------------------------------------------------ with a cluster
+@xparl.remote_class
+class Echo:
+    def echo(self, value):
+        return value
+
+    def say(self, text):
+        print(text)
+        sys.stderr.write("err " + text + "\n")
+        return len(text)
+
+    def say_later(self, text, started_file):
+        def later():
+            while not os.path.exists(started_file):
+                time.sleep(0.01)
+            print(text, flush=True)
+
+        threading.Thread(target=later, daemon=True).start()
+        return True
+
+    def sleep(self, seconds, started_file=None):
+        if started_file:
+            open(started_file, "w").close()
+        time.sleep(seconds)
+        return seconds
+
+
+@xparl.remote_class(wait=False)
+class FutureEcho(Echo._original):
+    pass
+
+
+@pytest.fixture(params=["stream", "ipc"])
+def transport(request, connected, monkeypatch):
+    """Runs a test on both same-host transports: the Unix stream and (XPARL_UNIX_STREAM=0) zmq ipc."""
+    monkeypatch.setenv("XPARL_UNIX_STREAM", "1" if request.param == "stream" else "0")
+    return request.param
+
+
+def _check_transport(actor, transport):
+    if transport == "stream" and shm.available():
+        assert actor._xparl_actor.stream is not None
+    else:
+        assert actor._xparl_actor.stream is None
+
+
+def test_job_rejects_wrongly_signed_stream_messages_and_keeps_serving(connected, tmp_path):
+    actor = Echo()
+    conn = actor._xparl_actor
+    if conn.stream is None:
+        pytest.skip("no shared memory here: no same-host transport")
+    marker = tmp_path / "unpickled"
+    header = protocol.HEADER.pack(protocol.MAGIC, protocol.PROTOCOL_VERSION, MsgType.CALL, 0, 1)
+    body = pickle.dumps(_Touch(str(marker)))
+    forged = header + b"\x01" * 32 + body
+    intruder = stream.StreamConnection(stream.connect(conn.stream_name))
+    intruder.send([forged])
+    notice = intruder.recv(timeout_s=10)  # the job answers with an unsigned notice, then closes the connection
+    assert protocol.HEADER.unpack(notice[0][: protocol.HEADER.size])[2] == MsgType.AUTH_FAILED
+    with pytest.raises(stream.StreamClosed):
+        intruder.recv(timeout_s=10)
+    intruder.close()
+    assert not marker.exists()
+    assert actor.echo("still here") == "still here"  # its own client is unaffected
+
+
+def test_job_refuses_a_stream_peer_of_another_user(connected):
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    actor = Echo()
+    conn = actor._xparl_actor
+    if conn.stream is None:
+        pytest.skip("no shared memory here: no same-host transport")
+    frames = protocol.encode(protocol.Signer(connected.token), MsgType.GET_ATTR, 1, serialization.dumps("x"))
+    data = protocol.stream_prefix(frames) + b"".join(frames)
+    address = "\0" + conn.stream_name
+    code = f"""
+import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+os.setgid(65534); os.setuid(65534)
+s.settimeout(10)
+s.connect({address!r})
+try:
+    s.sendall({data!r})  # correctly signed: only the uid check can refuse it
+    print("reply" if s.recv(100) else "closed")
+except (ConnectionResetError, BrokenPipeError):
+    print("closed")
+"""
+    result = run_python(code, timeout_s=30)
+    assert result.stdout.strip() == "closed", result.stdout + result.stderr
+    assert actor.echo(1) == 1
+
+
+def test_client_refuses_a_listener_that_is_not_its_job(connected, monkeypatch):
+    monkeypatch.setenv("XPARL_UNIX_STREAM", "0")
+    actor = Echo()  # on zmq ipc
+    listener, name = stream.listen()  # this process, not the job
+    try:
+        assert actor._xparl_actor.use_stream(name) is False
+    finally:
+        listener.close()
+    assert actor._xparl_actor.stream is None and actor.echo("ipc") == "ipc"
+
+
+def test_kill_9_raises_actor_died_quickly(transport, tmp_path):
+    actor = Echo()
+    _check_transport(actor, transport)
+    started = tmp_path / "started"
+    result = {}
+
+    def call():
+        try:
+            actor.sleep(30, str(started))
+        except xparl.ActorDiedError as exc:
+            result["error"] = exc
+            result["t"] = time.monotonic()
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_until(started.exists, message="the call to start in the job")
+    killed_at = time.monotonic()
+    os.kill(actor._xparl_actor.pid, signal.SIGKILL)
+    thread.join(15)
+    assert "error" in result, "the pending call did not fail"
+    assert result["t"] - killed_at <= 3.0, f"ActorDiedError after {result['t'] - killed_at:.2f} s"
+    assert "signal 9" in result["error"].cause
+    with pytest.raises(xparl.ActorDiedError, match="signal 9"):
+        actor.echo(1)
+
+
+def test_future_mode_death_fails_pending_futures(transport, tmp_path):
+    actor = FutureEcho()
+    _check_transport(actor, transport)
+    started = tmp_path / "started"
+    slow = actor.sleep(30, str(started))
+    queued = actor.echo(1)
+    wait_until(started.exists, message="the call to start in the job")
+    os.kill(actor._xparl_actor.pid, signal.SIGKILL)
+    for future in (slow, queued):
+        with pytest.raises(xparl.ActorDiedError):
+            future.get(timeout=5)
+    with pytest.raises(xparl.ActorDiedError):
+        actor.echo(2).get(timeout=5)
+
+
+def test_large_arrays_travel_through_shared_memory_zero_copy(transport):
+    np = pytest.importorskip("numpy")
+    if not shm.available():
+        pytest.skip("no /dev/shm")
+    actor = Echo()
+    _check_transport(actor, transport)
+    array = np.random.default_rng(0).random(2**20)  # 8 MiB
+    back = actor.echo(array)
+    np.testing.assert_array_equal(back, array)
+    assert not back.flags.writeable
+    # the result is a view of the job's arena, mapped here: no copy on receipt
+    import ctypes
+
+    address = back.__array_interface__["data"][0]
+    maps = actor._xparl_actor.shm_channel.peer_maps.values()
+    spans = [(ctypes.addressof(ctypes.c_char.from_buffer(m)), len(m)) for m in maps]
+    assert any(start <= address < start + size for start, size in spans)
+    medium = [np.full(100_000, i, dtype=np.float64) for i in range(8)]  # 800 KB each: inline frames, 6 MB
+    for i, a in enumerate(actor.echo(medium)):
+        assert a[0] == i and a.shape == (100_000,)
+
+
+def test_output_is_forwarded(transport, capsys, tmp_path):
+    actor = Echo()
+    _check_transport(actor, transport)
+    pid = actor._xparl_actor.pid
+    assert actor.say("hello over the wire") == len("hello over the wire")
+    captured = capsys.readouterr()
+    assert f"[Echo pid={pid}] hello over the wire" in captured.out
+    assert f"[Echo pid={pid}] err hello over the wire" in captured.err
+    # output printed by a background thread while no call runs arrives with the next message
+    started = tmp_path / "go"
+    assert actor.say_later("from a thread", str(started)) is True
+    started.touch()
+
+    def seen():
+        actor.echo(0)
+        return "from a thread" in capsys.readouterr().out
+
+    wait_until(seen, message="the background output to be forwarded")
+
+
+def test_futures_keep_their_order(transport):
+    np = pytest.importorskip("numpy")
+    actor = FutureEcho()
+    _check_transport(actor, transport)
+    big = np.ones(2**18)  # 2 MiB: sent on its own between batches
+    futures = [actor.echo(big if i % 97 == 5 else i) for i in range(600)]
+    for i, future in enumerate(futures):
+        value = future.get(timeout=30)
+        if i % 97 == 5:
+            assert value.shape == big.shape
+        else:
+            assert value == i
+    assert [f.get() for f in [actor.echo(k) for k in range(5)]] == list(range(5))
+    del actor  # deleting with nothing pending closes the connection quietly
