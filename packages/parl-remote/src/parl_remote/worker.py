@@ -343,6 +343,7 @@ class Worker:
     def run(self) -> None:
         """Serves until SIGTERM; then stops its jobs."""
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
+        wake_r = self._signal_wakeup()
         self._start_zygote()
         self._connect_master()
         self._check_jobs()
@@ -356,12 +357,22 @@ class Worker:
             zygote_fd = self.zygote.stdout.fileno() if self.zygote is not None else None
             if zygote_fd is not None:
                 poller.register(zygote_fd, zmq.POLLIN)
+            wait_ms = poll_ms
+            if wake_r is not None:
+                poller.register(wake_r, zmq.POLLIN)
+                if not self._needs_polling():  # job ends arrive from the zygote: wake only for heartbeats
+                    wait_ms = max(1, int((min(self.next_heartbeat, self.next_sweep) - time.monotonic()) * 1000))
             try:
-                ready = dict(poller.poll(poll_ms))
+                ready = dict(poller.poll(wait_ms))
             except zmq.ZMQError:
                 if not self.running:
                     break
                 raise
+            if wake_r is not None and wake_r in ready:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
             if zygote_fd is not None and zygote_fd in ready:
                 self._on_zygote_output()
             if self.job_sock in ready:
@@ -386,6 +397,26 @@ class Worker:
                 self.last_master_reply = now
                 self._connect_master()
         self._stop_jobs()
+
+    def _signal_wakeup(self) -> int | None:
+        """A pipe that SIGTERM writes to (``signal.set_wakeup_fd``), so a long wait ends at once (None: no pipe)."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        try:
+            signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread
+            os.close(wake_r)
+            os.close(wake_w)
+            return None
+        return wake_r
+
+    def _needs_polling(self) -> bool:
+        """True while something can only be noticed by polling: a job started without the zygote, or a
+        memory limit to enforce."""
+        if self.zygote is None:
+            return True
+        return any(job.popen is not None or (job.actor_id and job.max_memory_mb) for job in self.jobs.values())
 
     def _drain(self, sock: zmq.Socket, handlers: dict, has_identity: bool) -> None:
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
