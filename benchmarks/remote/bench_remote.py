@@ -202,8 +202,30 @@ def med(values: list[float]) -> float:
 
 
 # --------------------------------------------------------------------------------------- figures
+def cpu_per_call_us(fn, server_pid: int, n: int = 3000) -> tuple[float, float]:
+    """CPU microseconds per call of ``fn``: (this process, all threads; the serving process)."""
+    me, server = psutil.Process(), psutil.Process(server_pid)
+
+    def cpu(proc: psutil.Process) -> float:
+        t = proc.cpu_times()
+        return t.user + t.system
+
+    for _ in range(100):
+        fn()
+    before = cpu(me), cpu(server)
+    for _ in range(n):
+        fn()
+    after = cpu(me), cpu(server)
+    return (after[0] - before[0]) / n * 1e6, (after[1] - before[1]) / n * 1e6
+
+
 def bench_calls(rounds: int, use_ray: bool) -> dict:
     actor = Echo()
+    os.environ["XPARL_UNIX_STREAM"] = "0"  # the same actor class over the job's zmq ipc:// endpoint
+    try:
+        actor_ipc = Echo()
+    finally:
+        del os.environ["XPARL_UNIX_STREAM"]
     future_actor = EchoFuture()
     raw = RawZmq()
     raw_ipc = RawZmq(ipc=True)
@@ -218,6 +240,7 @@ def bench_calls(rounds: int, use_ray: bool) -> dict:
 
     sync = {
         "parl-remote": lambda: rate(actor.small),
+        "parl-remote over zmq ipc": lambda: rate(actor_ipc.small),
         "Pool.apply": lambda: rate(lambda: pool.apply(small)),
         "raw zmq REQ/REP": lambda: rate(lambda: raw.call("small")),
         "raw zmq REQ/REP ipc": lambda: rate(lambda: raw_ipc.call("small")),
@@ -259,6 +282,12 @@ def bench_calls(rounds: int, use_ray: bool) -> dict:
     for _ in range(2):  # warm-up
         ours_pipelined()
     out = {"sync": interleave(rounds, sync), "pipelined": interleave(rounds, pipelined)}
+    cpu = {"parl-remote": [], "parl-remote over zmq ipc": [], "raw zmq REQ/REP ipc": []}
+    for _ in range(rounds):
+        cpu["parl-remote"].append(cpu_per_call_us(actor.small, actor._xparl_actor.pid))
+        cpu["parl-remote over zmq ipc"].append(cpu_per_call_us(actor_ipc.small, actor_ipc._xparl_actor.pid))
+        cpu["raw zmq REQ/REP ipc"].append(cpu_per_call_us(lambda: raw_ipc.call("small"), raw_ipc.proc.pid))
+    out["cpu_us"] = cpu
 
     arrays = {mb: np.random.default_rng(0).random(mb * 2**20 // 8) for mb in (1, 10, 100)}
 
@@ -416,13 +445,21 @@ def report(res: dict, args) -> str:
         "| figure | parl-remote | peers (same run) | target | met |",
         "|---|---|---|---|---|",
     ]
-    peers = ", ".join(f"{k} {v:,.0f}/s" for k, v in sync.items() if k != "parl-remote")
+    peers = ", ".join(f"{k} {v:,.0f}/s" for k, v in sync.items() if not k.startswith("parl-remote"))
     ok = sync_ratio_pool >= 1.1 and sync_ratio_zmq >= 0.55
     lines.append(
-        f"| R1 sync trivial call | {sync['parl-remote']:,.0f} calls/s ({sync_ratio_pool:.2f}x Pool.apply, "
-        f"{sync_ratio_zmq:.0%} of raw zmq, {sync_ratio_ipc:.0%} of raw zmq over ipc) | {peers} | "
+        f"| R1 sync trivial call (same host: Unix stream) | {sync['parl-remote']:,.0f} calls/s "
+        f"({sync_ratio_pool:.2f}x Pool.apply, {sync_ratio_zmq:.0%} of raw zmq, {sync_ratio_ipc:.0%} of raw zmq over "
+        f"ipc; with XPARL_UNIX_STREAM=0, over zmq ipc: {sync['parl-remote over zmq ipc']:,.0f}/s) | {peers} | "
         ">= 1.1x Pool.apply, >= 55% of raw zmq | "
         f"{'yes' if ok else ('no (the raw zmq part: yes)' if sync_ratio_zmq >= 0.55 else 'no')} |"
+    )
+    cpu = {k: (med([c for c, _ in v]), med([j for _, j in v])) for k, v in res["calls"]["cpu_us"].items()}
+    lines.append(
+        "| R1 CPU per sync call (psutil; caller incl. its threads + serving process) | "
+        f"{cpu['parl-remote'][0]:.0f} + {cpu['parl-remote'][1]:.0f} us (over zmq ipc: "
+        f"{cpu['parl-remote over zmq ipc'][0]:.0f} + {cpu['parl-remote over zmq ipc'][1]:.0f} us) | raw zmq REQ/REP "
+        f"ipc {cpu['raw zmq REQ/REP ipc'][0]:.0f} + {cpu['raw zmq REQ/REP ipc'][1]:.0f} us | - | - |"
     )
     peers = ", ".join(f"{k} {v:,.0f}/s" for k, v in pipe.items() if k != "parl-remote")
     lines.append(
@@ -475,15 +512,15 @@ def report(res: dict, args) -> str:
 
 NOTES = """
 Notes:
-- R1: a synchronous call is pickle -> HMAC-sign -> one zmq send on the DEALER -> recv -> verify -> unpickle in
-  the caller's thread (no other thread involved); the job does the same in its main thread. This pass: HMAC
-  from a precomputed keyed state (C copy), one-frame fast paths in encode/decode (3.1 -> 1.3 us and 4.0 -> 2.0
-  us per message), and same-host clients move to the job's abstract `ipc://` endpoint after INIT. So the
-  "raw zmq" figure (TCP loopback, the issue's reference) uses the slower transport; "raw zmq over ipc" compares
-  like with like. CPU per call measured with psutil (same run, quiet-ish box): before 62 us client + 66 us
-  job, after (ipc) 42-52 + 46-58 us, raw zmq TCP 30-34 + 28-34 us. Pool.apply and mp.Pipe talk over bare pipes
-  without zmq's I/O threads and without signing; 1.1x Pool.apply would need a non-zmq same-host transport.
-  Before this pass: ~7.0-7.4k calls/s, 43-47% of raw zmq, 0.59-0.71x Pool.apply.
+- R1: after INIT a same-host client moves its whole connection to the job's abstract-namespace Unix stream
+  socket (`stream.py`): a synchronous call is pickle -> HMAC-sign -> one `sendmsg` -> one blocking `recv_into`
+  -> verify -> unpickle in the caller's thread; the job polls, reads, runs the method and answers the same way.
+  No zmq I/O thread is on the path (zmq's eventfd wake-up and thread hand-off on both sides of each message
+  were the floor of the zmq transport: ~5.2k calls/s, 1.07x Pool.apply). The messages, their HMAC and the
+  verify-before-unpickle are the zmq ones; the job accepts only peers of its own uid (SO_PEERCRED) and the
+  client checks the listener is the granted job's pid. `XPARL_UNIX_STREAM=0` keeps the zmq ipc path (its rate
+  is in the same row). Between hosts nothing changes (zmq over TCP), so "raw zmq" (TCP loopback, the issue's
+  reference) is a transport our same-host calls no longer use.
 - R2: future-mode calls queued together are coalesced into one BATCH message each way (one signature, one
   send), which is what lifts pipelined calls above Pool.apply_async.
 - R3: each side of a same-host connection keeps reusable, pre-faulted `/dev/shm` arenas (mode 0600, unlinked
@@ -526,7 +563,7 @@ def main() -> None:
         ray_version, use_ray = "ray not installed", False
     res = {"load_before": loadavg(), "ray_version": ray_version}
     print("load average before:", res["load_before"], flush=True)
-    xparl.connect(cpu_num=2)
+    xparl.connect(cpu_num=3)  # R1 runs 3 actors at once (stream, zmq ipc, futures)
     res["calls"] = bench_calls(args.rounds, use_ray)
     print("calls done", flush=True)
     res["gil"] = bench_gil(args.rounds, args.gil_n)

@@ -354,7 +354,7 @@ class Job:
         if not self.running:
             return
         self._on_monitor()
-        if self.peers == 0 and not self.streams:
+        if self.peers == 0:
             # a stream cannot reconnect: its end means the client process is gone (or it dropped the actor)
             print(f"[xparl] the client of actor {self.actor_id} disconnected; the actor ends", file=sys.stderr)
             self.running = False
