@@ -349,3 +349,25 @@ def test_futures_keep_their_order(transport):
             assert value == i
     assert [f.get() for f in [actor.echo(k) for k in range(5)]] == list(range(5))
     del actor  # deleting with nothing pending closes the connection quietly
+
+
+def test_interrupted_call_leaves_the_connection_usable(transport, tmp_path):
+    actor = Echo()
+    _check_transport(actor, transport)
+    started = tmp_path / "started"
+    main = threading.main_thread().ident
+
+    def interrupt():
+        wait_until(started.exists, message="the call to start in the job")
+        signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the caller blocks reading the reply
+
+    if threading.get_ident() != main:
+        pytest.skip("needs to run in the main thread (signals)")
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    with pytest.raises(KeyboardInterrupt):
+        actor.sleep(0.5, str(started))
+    thread.join(10)
+    # the abandoned call's reply arrives later and is skipped; the next calls get their own results
+    assert actor.echo("after") == "after"
+    assert [actor.echo(i) for i in range(20)] == list(range(20))

@@ -262,8 +262,11 @@ class StreamConnection:
         while not inbox:
             if self.eof or self.closed:
                 raise StreamClosed("the peer closed the connection")
-            if timeout_s is not None and not select.select([self.fd], [], [], timeout_s)[0]:
-                return None
+            if timeout_s is not None:
+                poller = select.poll()  # (not select.select: any fd number)
+                poller.register(self.fd, _POLLIN)
+                if not poller.poll(max(0, int(timeout_s * 1000))):
+                    return None
             self._read(blocking=timeout_s is None)
         return inbox.popleft()
 
@@ -271,7 +274,8 @@ class StreamConnection:
         """Reads what has arrived without blocking; complete messages go to ``inbox``.
 
         Returns:
-            False when the peer has closed the connection (messages before the end are in ``inbox``).
+            False when the peer has closed the connection (messages before the end are in ``inbox``). The
+            end may also be seen by a later call (the socket then polls readable again).
 
         Raises:
             protocol.Rejected: the stream is corrupt (the connection is closed).
@@ -282,10 +286,15 @@ class StreamConnection:
         return not self.eof
 
     def _read(self, blocking: bool) -> bool:
-        """One read from the socket; returns False when nothing was there (non-blocking)."""
+        """One read from the socket; returns True when it filled the space offered (more may be waiting).
+
+        A short read leaves the rest to the next poll (level-triggered): one ``recv_into`` per message
+        rather than a second one that would only say ``EAGAIN``.
+        """
         flags = 0 if blocking else _DONTWAIT
         try:
             if self._big is not None:
+                space = len(self._big) - self._big_filled
                 n = self.sock.recv_into(memoryview(self._big)[self._big_filled :], 0, flags)
                 if n:
                     self._big_filled += n
@@ -297,6 +306,7 @@ class StreamConnection:
                     size = self._end - self._start
                     self._buf[:size] = self._view[self._start : self._end]
                     self._start, self._end = 0, size
+                space = len(self._buf) - self._end
                 n = self.sock.recv_into(self._view[self._end :], 0, flags)
                 if n:
                     self._end += n
@@ -308,7 +318,7 @@ class StreamConnection:
         if not n:
             self.eof = True
             return False
-        return True
+        return n == space
 
     def _parse(self) -> None:
         """Moves complete messages from the receive buffer into ``inbox``."""
