@@ -172,6 +172,33 @@ def test_ppo_diagnostics_and_kl_early_stop():
     assert all(np.array_equal(weights[k], after[k]) for k in weights)
 
 
+def test_ppo_last_info_describes_the_last_learn_call():
+    # last_info's approx-KL / clip fraction are computed when read: they must still be those of the last learn
+    from parl_algorithms.torch import functional
+
+    torch.manual_seed(0)
+    alg = algs.PPO(DiscreteACModel(), initial_lr=0.05, clip_param=0.1)
+    assert alg.last_info == {}
+    rng = np.random.default_rng(0)
+    batch = [torch.as_tensor(x) for x in _ppo_batch(rng, True)]
+    with torch.no_grad():
+        _, action, logp, _ = alg.sample(batch[0])
+    batch[1], batch[4] = action, logp.clone()
+    alg.learn(*batch)
+    alg.learn(*batch)
+    with torch.no_grad():  # the policy the third learn sees (before its step)
+        new_logp = alg._log_prob_entropy(alg._policy(batch[0]), action)[0]
+    value_loss, _, _ = alg.learn(*batch)
+    alg.clip_param = 0.5  # a later change must not alter the recorded diagnostics
+    info = alg.last_info
+    assert info["train/value_loss"] == value_loss
+    assert info["train/approx_kl"] == pytest.approx(float(functional.approx_kl(new_logp, logp)), rel=1e-5)
+    assert info["train/approx_kl"] > 0
+    expected_clipfrac = float(functional.clip_fraction(new_logp, logp, 0.1))
+    assert info["train/clip_fraction"] == pytest.approx(expected_clipfrac) and 0 < expected_clipfrac <= 1
+    assert alg.last_info is info  # computed once per learn
+
+
 def test_td3_delays_actor_and_sac_tunes_alpha():
     rng = np.random.default_rng(0)
     td3 = algs.TD3(TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, policy_freq=2)

@@ -105,6 +105,12 @@ def flat_q(q: torch.Tensor, algo: str) -> torch.Tensor:
     return q
 
 
+def optimizer_params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    """The parameters an optimizer updates, in order (a list walk, unlike ``Module.parameters()``, which
+    recurses through every sub-module on each call)."""
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
 def clip_grad_norm(parameters: Any, max_norm: float) -> torch.Tensor:
     """``torch.nn.utils.clip_grad_norm_`` (L2, same math: ``g *= min(max_norm / (norm + 1e-6), 1)``) in
     three tensor calls, without its per-call grouping by device and dtype (~0.1 ms on small networks).

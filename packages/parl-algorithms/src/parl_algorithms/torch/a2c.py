@@ -17,6 +17,7 @@ from parl_algorithms.torch._common import (
     column,
     discrete_actions,
     obs_batch,
+    optimizer_params,
     positive,
     readable_shape_errors,
 )
@@ -151,7 +152,7 @@ class A2C(Algorithm):
         self.optimizer.zero_grad()
         total_loss.backward()
         if self.max_grad_norm is not None:
-            clip_grad_norm(self.model.parameters(), self.max_grad_norm)
+            clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
         self.optimizer.step()
         self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
                           "train/entropy": float(entropy.detach())}

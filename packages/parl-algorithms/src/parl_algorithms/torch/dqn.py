@@ -18,6 +18,7 @@ from parl_algorithms.torch._common import (
     column,
     discrete_actions,
     obs_batch,
+    optimizer_params,
     positive,
     readable_shape_errors,
     unit_interval,
@@ -138,7 +139,7 @@ class DQN(Algorithm):
         self.optimizer.zero_grad()
         loss.backward()
         if self.max_grad_norm is not None:
-            clip_grad_norm(self.model.parameters(), self.max_grad_norm)
+            clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
         self.optimizer.step()
         self.last_info = {"train/q_mean": float(pred.detach().mean()), "train/target_mean": float(target.mean())}
         return loss

@@ -4,6 +4,7 @@ an optional approximate-KL early stop."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -17,6 +18,7 @@ from parl_algorithms.torch._common import (
     continuous_actions,
     discrete_actions,
     obs_batch,
+    optimizer_params,
     positive,
     readable_shape_errors,
 )
@@ -77,7 +79,8 @@ class PPO(Algorithm):
         self.target_kl = None if target_kl is None else positive(target_kl, "target_kl", "PPO", "0.02")
         self.kl_exceeded = False
         self.optimizer = adam(self.model.parameters(), lr=self.initial_lr, eps=self.eps)
-        self.last_info: dict[str, float] = {}
+        self._last_info: dict[str, float] | None = None
+        self._pending_info: functools.partial | None = None
 
     # -- policy math -----------------------------------------------------------------------------
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -202,10 +205,11 @@ class PPO(Algorithm):
         value_loss = functional.clipped_value_loss(value, old_value, returns,
                                                    self.clip_param if self.use_clipped_value_loss else None)
         entropy_mean = entropy.mean()
-        with torch.no_grad():
-            kl = float(functional.approx_kl(log_prob, old_log_prob))
-            clipfrac = float(functional.clip_fraction(log_prob, old_log_prob, self.clip_param))
-        skip = self.target_kl is not None and kl > self.target_kl
+        log_prob_now = log_prob.detach()
+        kl = None  # computed here only for the early stop; otherwise when last_info is read
+        if self.target_kl is not None:
+            kl = float(functional.approx_kl(log_prob_now, old_log_prob))
+        skip = kl is not None and kl > self.target_kl
         if skip:
             self.kl_exceeded = True
         else:
@@ -216,12 +220,33 @@ class PPO(Algorithm):
             self.optimizer.zero_grad()
             loss.backward()
             if self.max_grad_norm is not None:
-                clip_grad_norm(self.model.parameters(), self.max_grad_norm)
+                clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
             self.optimizer.step()
         result = (float(value_loss.detach()), float(action_loss.detach()), float(entropy_mean.detach()))
-        self.last_info = {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
-                          "train/approx_kl": kl, "train/clip_fraction": clipfrac, "train/kl_exceeded": float(skip)}
+        self._last_info = None
+        # a partial, not a tuple: its tensors are not algorithm state (checkpoints skip it)
+        self._pending_info = functools.partial(self._info, result, log_prob_now, old_log_prob, self.clip_param,
+                                               kl, skip)
         return result
+
+    @staticmethod
+    def _info(result: tuple[float, float, float], log_prob: torch.Tensor, old_log_prob: torch.Tensor,
+              clip_param: float, kl: float | None, skip: bool) -> dict[str, float]:
+        if kl is None:
+            kl = float(functional.approx_kl(log_prob, old_log_prob))
+        clipfrac = float(functional.clip_fraction(log_prob, old_log_prob, clip_param))
+        return {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
+                "train/approx_kl": kl, "train/clip_fraction": clipfrac, "train/kl_exceeded": float(skip)}
+
+    @property
+    def last_info(self) -> dict[str, float]:
+        """Diagnostics of the last ``learn`` call (``{}`` before the first); approx-KL and the clip fraction
+        are computed when this is first read after a ``learn``, not in every ``learn``."""
+        if self._last_info is None:
+            if self._pending_info is None:
+                return {}
+            self._last_info = self._pending_info()
+        return self._last_info
 
     def get_info(self) -> dict[str, Any]:
         """Diagnostics of the last ``learn`` call (see ``last_info``)."""
