@@ -72,6 +72,37 @@ def test_replay_memory_validates_appended_shapes():
         ReplayMemory(10, "3", 0)
 
 
+@pytest.mark.parametrize("sizes", [[3], [4, 4], [7], [2, 9, 1], [12]])
+def test_replay_memory_extend_equals_appending_in_order(sizes):
+    # batches that fit, wrap around the ring, and exceed max_size give the same buffer as appends
+    one, many = ReplayMemory(5, (2, 2), 3, seed=0), ReplayMemory(5, (2, 2), 3, seed=0)
+    start = 0
+    for n in sizes:
+        idx = np.arange(start, start + n)
+        obs = np.repeat(idx.astype(np.float32), 4).reshape(n, 2, 2)
+        act = np.repeat(idx.astype(np.float32) / 10, 3).reshape(n, 3)
+        rew, term = idx.astype(np.float32), idx % 3 == 0
+        many.extend(obs, act, rew, obs + 1, term)
+        for i in range(n):
+            one.append(obs[i], act[i], rew[i], obs[i] + 1, term[i])
+        start += n
+        assert (len(many), many._curr_pos) == (len(one), one._curr_pos)
+        for field in ("obs", "action", "reward", "next_obs", "terminal"):
+            np.testing.assert_array_equal(getattr(many, field), getattr(one, field))
+    assert float(many.reward.max()) == start - 1  # the newest transition is stored
+
+
+def test_replay_memory_extend_validates_shapes():
+    rpm = ReplayMemory(10, 3, 0)
+    with pytest.raises(ValueError, match=r"obs has shape \(3,\), expected \[N, \*\(3,\)\]; use append"):
+        rpm.extend(np.zeros(3), 0, 0.0, np.zeros(3), False)
+    with pytest.raises(ValueError, match=r"reward has shape \(3,\), expected \(2,\).*N=2"):
+        rpm.extend(np.zeros((2, 3)), [0, 1], np.zeros(3), np.zeros((2, 3)), [False, True])
+    with pytest.raises(TypeError, match="extend: act must be numeric"):
+        rpm.extend(np.zeros((2, 3)), ["a", "b"], np.zeros(2), np.zeros((2, 3)), [False, True])
+    assert len(rpm) == 0  # nothing stored by a rejected batch
+
+
 def test_replay_memory_save_load_round_trip(tmp_path):
     rpm = ReplayMemory(8, 3, 0)
     fill(rpm, 11)

@@ -25,7 +25,8 @@ class ReplayMemory:
     """A ring buffer of transitions ``(obs, action, reward, next_obs, terminal)`` with uniform sampling.
 
     PARL-compatible (``ReplayMemory(max_size, obs_dim, act_dim)``, ``append``, ``sample_batch``,
-    ``make_index``, ``sample_batch_by_index``, ``size``, ``save``, ``load``, ``load_from_d4rl``), but
+    ``make_index``, ``sample_batch_by_index``, ``size``, ``save``, ``load``, ``load_from_d4rl``; ``extend``
+    adds a batch of transitions, e.g. from a vector env), but
     observations may have any shape and dtype (e.g. ``obs_dim=(84, 84, 4), obs_dtype=np.uint8`` for
     Atari), appended data is shape-checked, and sampling uses a seedable ``np.random.Generator``.
 
@@ -65,14 +66,15 @@ class ReplayMemory:
         self.rng = np.random.default_rng(seed)
 
     # -- filling ---------------------------------------------------------------------------------
-    def _check(self, value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    @staticmethod
+    def _check(value: Any, shape: tuple[int, ...], name: str, method: str = "append", hint: str = "") -> np.ndarray:
         array = np.asarray(value)
         if array.shape != shape:
-            raise ValueError(f"ReplayMemory.append: {name} has shape {array.shape}, expected {shape}; "
-                             f"append one transition at a time, shaped as obs_dim / act_dim given to "
+            raise ValueError(f"ReplayMemory.{method}: {name} has shape {array.shape}, expected {shape}; "
+                             f"{hint or 'append one transition at a time'}, shaped as obs_dim / act_dim given to "
                              "ReplayMemory")
         if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-            raise TypeError(f"ReplayMemory.append: {name} must be numeric, got dtype {array.dtype}")
+            raise TypeError(f"ReplayMemory.{method}: {name} must be numeric, got dtype {array.dtype}")
         return array
 
     def append(self, obs: Any, act: Any, reward: float, next_obs: Any, terminal: bool) -> None:
@@ -94,6 +96,42 @@ class ReplayMemory:
         self.terminal[pos] = self._check(terminal, (), "terminal")
         self._curr_pos = (pos + 1) % self.max_size
         self._curr_size = min(self._curr_size + 1, self.max_size)
+
+    def extend(self, obs: Any, act: Any, reward: Any, next_obs: Any, terminal: Any) -> None:
+        """Store a batch of ``N`` transitions at once (e.g. one step of a vector env), oldest first.
+
+        Equivalent to ``append`` on each transition in order, in one vectorised copy per field (with
+        wrap-around; when ``N > max_size`` only the last ``max_size`` are kept).
+
+        Args:
+            obs: ``[N, *obs_shape]``; act: ``[N]`` (discrete) or ``[N, act_dim]``; reward: ``[N]``;
+            next_obs: ``[N, *obs_shape]``; terminal: bool ``[N]``.
+
+        Raises:
+            ValueError: a field is not shaped ``[N, ...]`` with the buffer's per-transition shape, or the
+                fields disagree on ``N``.
+            TypeError: non-numeric data.
+        """
+        obs = np.asarray(obs)
+        if obs.ndim != len(self.obs_shape) + 1:
+            raise ValueError(f"ReplayMemory.extend: obs has shape {obs.shape}, expected [N, *{self.obs_shape}]; "
+                             "use append() for a single transition")
+        n = obs.shape[0]
+        hint = f"pass [N, ...] arrays with N={n} (from obs)"
+        fields = [self._check(value, (n, *shape), name, "extend", hint) for value, shape, name in (
+            (obs, self.obs_shape, "obs"), (act, self.act_shape, "act"), (reward, (), "reward"),
+            (next_obs, self.obs_shape, "next_obs"), (terminal, (), "terminal"))]
+        skip = max(n - self.max_size, 0)  # transitions overwritten within this batch are not written
+        if skip:
+            fields = [f[skip:] for f in fields]
+        pos = self._curr_pos
+        first, kept = pos + skip, n - skip
+        idx = (first + np.arange(kept)) % self.max_size if first + kept > self.max_size else slice(first, first + kept)
+        for store, value in zip((self.obs, self.action, self.reward, self.next_obs, self.terminal), fields,
+                                strict=True):
+            store[idx] = value
+        self._curr_pos = (pos + n) % self.max_size
+        self._curr_size = min(self._curr_size + n, self.max_size)
 
     # -- sampling --------------------------------------------------------------------------------
     def make_index(self, batch_size: int) -> np.ndarray:
