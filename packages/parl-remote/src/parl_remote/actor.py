@@ -325,7 +325,12 @@ class ActorConnection:
             cause = (
                 cause
                 or self.client.death_cause(self.actor_id, wait_s)
-                or (f"the connection to its process was lost (no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)")
+                or (
+                    "its process closed the connection (the cluster did not say why)"
+                    if self.stream is not None
+                    else "the connection to its process was lost "
+                    f"(no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)"
+                )
             )
             self.dead = ActorDiedError(f"{self.where} died: {cause}", cause=cause)
             self._close_sockets(linger=0)
