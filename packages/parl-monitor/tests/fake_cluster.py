@@ -77,7 +77,10 @@ class FakeCluster:
             self.log_calls.append((actor_id, offset, max_bytes))
             if actor_id not in self.logs:
                 raise UnknownActorError(actor_id)
-            data = self.logs[actor_id][offset:offset + max_bytes]
+            log = self.logs[actor_id]
+            if offset < 0:  # as parl_remote's worker: the last -offset bytes
+                offset = max(0, len(log) + offset)
+            data = log[offset:offset + max_bytes]
             return data, offset + len(data)
 
     def append_log(self, actor_id: str, data: bytes) -> None:

@@ -204,8 +204,17 @@ def test_log_keeps_utf8_characters_whole(client, fake):
     assert out == raw.decode()
 
 
+def test_log_negative_offset_reads_the_tail(client, fake):
+    body = client.get("/api/actors/a-1/log?offset=-7").get_json()  # "step 1\nstep 2\n": the last 7 bytes
+    assert body == {"actor_id": "a-1", "offset": 7, "next_offset": 14, "data": "step 2\n", "eof": False}
+    body = client.get("/api/actors/a-1/log?offset=-1000").get_json()  # more than the log: from the start
+    assert body["offset"] == 0 and body["data"] == "step 1\nstep 2\n"
+    raw = fake.logs["a-2"]  # "h\xc3\xa9...": a tail that starts inside the é skips its continuation byte
+    body = client.get(f"/api/actors/a-2/log?offset=-{len(raw) - 2}").get_json()
+    assert body["offset"] == 3 and body["data"] == raw[3:].decode()
+
+
 def test_log_bad_parameters(client):
-    assert client.get("/api/actors/a-1/log?offset=-1").status_code == 400
     assert client.get("/api/actors/a-1/log?offset=x").status_code == 400
     resp = client.get("/api/actors/a-1/log?max_bytes=100000000")
     assert resp.status_code == 400 and "max_bytes" in resp.get_json()["message"]

@@ -63,7 +63,19 @@ def test_pages_in_chromium(browser, serve, artifacts_dir):
     wait_for(lambda: log.text.endswith("tail line 1"), what="the new log line")
     href = browser.find_element(By.ID, "download").get_attribute("href")
     assert href == site.url + "/api/actors/a-2/log/download"
+    size = len(fake.logs["a-2"])
+    wait_for(lambda: field(browser, "log.bytes") == str(size), what="the log size")
     browser.save_screenshot(str(artifacts_dir / "fake-actor.png"))
+
+    # a long log: the page opens on its last MiB (not its first), then follows it
+    fake.append_log("a-1", b"".join(b"line %07d\n" % i for i in range(200_000)))  # 2.4 MB
+    browser.get(site.url + "/actors/a-1")
+    log = browser.find_element(By.ID, "log")
+    wait_for(lambda: log.text.endswith("line 0199999"), what="the end of a long log")
+    assert "line 0000000" not in log.text and "line 0150000" in log.text
+    assert field(browser, "log.bytes") == str(len(fake.logs["a-1"]))
+    first_read = next(call for call in fake.log_calls if call[0] == "a-1")
+    assert first_read[1] < 0  # a tail read, not a read from byte 0
 
     browser.get(site.url + "/errors")
     assert field(browser, "errors.count") == "1"

@@ -79,6 +79,10 @@ def test_actor_log_follows_and_survives_the_actor(connected, status_client):
     assert more.startswith(b"second line") and offset2 == offset + len(more)
     part, next_offset = status_client.actor_log(actor_id, 0, max_bytes=5)
     assert part == b"first" and next_offset == 5
+    tail, end = status_client.actor_log(actor_id, -5)  # negative offset: the last 5 bytes
+    assert tail == b"line\n" and end == offset2
+    whole, end = status_client.actor_log(actor_id, -10**9)  # more than the log: from the start
+    assert whole.startswith(b"first line") and end == offset2
     del actor
     wait_until(lambda: _record(status_client, actor_id)["state"] == "dead")
     data, _ = status_client.actor_log(actor_id)

@@ -126,15 +126,26 @@ def errors():
 def actor_log(actor_id: str):
     """A chunk of an actor's log from ``offset`` (bytes, default 0), at most ``max_bytes``.
 
+    A negative ``offset`` starts that many bytes before the log's current end (the page's tail view starts at
+    ``-1 MiB``); the reply's ``offset`` is then the absolute position the chunk starts at.
+
     Returns ``{actor_id, offset, next_offset, data, eof}``: ``data`` is UTF-8 text (invalid bytes replaced; a
     multi-byte character cut by the chunk end is left for the next read, so ``next_offset`` may be a little
-    less than ``offset + len(bytes)``); ``eof`` is True when the chunk was empty (poll again later).
+    less than ``offset + len(bytes)``, and one cut by a tail's start is skipped); ``eof`` is True when the
+    chunk was empty (poll again later).
     """
     _known_actor(actor_id)
     cap = current_app.config["LOG_CHUNK_BYTES"]
-    offset = _int_arg("offset", 0, 0, 2**62)
+    offset = _int_arg("offset", 0, -(2**62), 2**62)
     max_bytes = _int_arg("max_bytes", cap, 1, cap)
     chunk, next_offset = _read_log(actor_id, offset, max_bytes)
+    if offset < 0:
+        offset = next_offset - len(chunk)
+        cut = 0
+        while cut < min(3, len(chunk)) and chunk[cut] & 0xC0 == 0x80:  # UTF-8 continuation bytes
+            cut += 1
+        if cut:
+            chunk, offset = chunk[cut:], offset + cut
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     text = decoder.decode(chunk, final=False)
     pending = len(decoder.getstate()[0])

@@ -54,11 +54,12 @@ class ClusterClient:
 
         Args:
             actor_id: the actor's id (``status()["actors"][i]["id"]``).
-            offset: byte offset to read from (0: the start; pass the returned offset to follow the log).
+            offset: byte offset to read from (0: the start; pass the returned offset to follow the log);
+                negative: start that many bytes before the current end (``-65536``: the last 64 KiB).
             max_bytes: at most this many bytes (capped at 16 MiB).
 
         Returns:
-            ``(data, next_offset)``.
+            ``(data, next_offset)``; ``next_offset`` is absolute (the byte after ``data``).
 
         Raises:
             UnknownActorError: the master knows no such actor (also a ``KeyError``).

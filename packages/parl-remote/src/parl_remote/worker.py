@@ -231,12 +231,15 @@ class Worker:
         else:
             path = self.log_dir / f"{actor_id}.log"
             try:
+                offset = int(body.get("offset", 0))
                 with open(path, "rb") as fh:
-                    fh.seek(int(body.get("offset", 0)))
+                    if offset < 0:  # the last -offset bytes (tail -c)
+                        offset = max(0, fh.seek(0, os.SEEK_END) + offset)
+                    fh.seek(offset)
                     data = fh.read(max(0, min(int(body.get("max_bytes", 65536)), 16 * 2**20)))
                     result = {"data": data, "next_offset": fh.tell()}
             except FileNotFoundError:
-                result = {"data": b"", "next_offset": int(body.get("offset", 0))}
+                result = {"data": b"", "next_offset": max(0, int(body.get("offset", 0)))}
         self._send_master(MsgType.REPLY, result, req_id=msg.req_id)
 
     # --------------------------------------------------------------------------------------- jobs

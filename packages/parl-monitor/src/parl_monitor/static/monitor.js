@@ -122,7 +122,7 @@
   var log = document.getElementById("log");
   var MAX_SHOWN = 1 << 20;  // keep the last 1 MiB of text in the page
   if (log) {
-    var offset = 0, bytes = 0, busy = false;
+    var offset = -MAX_SHOWN, busy = false;  // start with the last 1 MiB of the log (tail), then follow it
     var follow = document.getElementById("follow");
     var size = document.getElementById("log-size");
     var readMore = function () {
@@ -137,8 +137,7 @@
             var text = log.textContent + body.data;
             if (text.length > MAX_SHOWN) { text = text.slice(text.length - MAX_SHOWN); }
             log.textContent = text;
-            bytes += body.next_offset - offset;
-            size.textContent = String(bytes);
+            size.textContent = String(body.next_offset);
             if (follow.checked) { log.scrollTop = log.scrollHeight; }
           }
           offset = body.next_offset;
