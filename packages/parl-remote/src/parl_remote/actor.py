@@ -210,20 +210,17 @@ class ActorConnection:
 
     def decode_stream(self, frames: list) -> Message | None:
         """Verifies a message received on the stream; prints LOG notifications; returns replies."""
-        try:
-            msg = stream.decode(self.stream, self.signer, frames, self.shm_channel)
-        except (protocol.Rejected, protocol.Notice) as exc:
-            logger.warning("dropped a message from %s: %s", self.where, exc)
-            return None
-        if msg.type is MsgType.LOG:
-            self.print_output(msg.body())
-            return None
-        return msg
+        return self._accept(lambda: stream.decode(self.stream, self.signer, frames, self.shm_channel))
 
     def _recv(self) -> Message | None:
         """Reads one message from the zmq socket; prints LOG notifications; returns replies."""
+        return self._accept(
+            lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
+
+    def _accept(self, decode: Any) -> Message | None:
+        """Runs ``decode``; drops (and logs) a rejected message, prints a LOG notification, returns a reply."""
         try:
-            msg = protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel)
+            msg = decode()
         except (protocol.Rejected, protocol.Notice) as exc:
             logger.warning("dropped a message from %s: %s", self.where, exc)
             return None
