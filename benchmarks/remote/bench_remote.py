@@ -530,9 +530,16 @@ Notes:
   (page allocation and zeroing, ~50 ms per 100 MiB). The first call of a new size pays the arena's
   allocation once. Between hosts, arrays go as zero-copy zmq frames, HMAC-signed.
 - R6: the same run times `multiprocessing.Pool(2)` on the same work as the peer. On this 2-vCPU VM neither
-  reaches 1.9x reliably even at a load average below 1 (mp.Pool alone measured 1.82-2.09x over 5 rounds); the
-  "CPU split" row shows where the time goes: each actor's CPU time per run equals the serial cost of one sum
-  (no hidden serialisation: the client and the cluster processes use ~0 CPU while the actors compute).
+  reaches 1.9x reliably even at a load average below 1 (mp.Pool measured 1.80-1.93x over five runs, parl-remote
+  1.76-1.85x, 1.82x vs 1.87x in this run); the "CPU split" row shows where the time goes: each actor's CPU time
+  per run equals the serial cost of one sum (no hidden serialisation: the client and the cluster processes use
+  ~0 CPU while the actors compute). Measured separately (psutil / `time.process_time`, one sum at a time): a sum
+  costs the same CPU time in the client, in an actor and in an mp.Pool worker (0.35-0.38 s each); with both
+  cores busy every process's sum takes ~8-10 % longer, for mp.Pool workers as for actors, which caps both near
+  1.85x here. Idle wake-ups that could steal a busy core were cut: zygote 20/s -> 0 (SIGCHLD wake-up fd), each
+  idle job 10/s -> 1/s, worker 11.8/s -> 3.4/s, the client's reactor 10/s -> 1/s (master: ~5/s).
+- R7: a same-host actor's stream ends the moment its process dies (EOF from the kernel); the client then asks
+  the master for the cause (before the stream transport: 0.9 s through the zmq socket monitor).
 """
 
 
