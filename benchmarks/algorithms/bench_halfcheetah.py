@@ -16,8 +16,9 @@ Each run is a subprocess (``examples/<algo>/train.py`` with the flags below, or 
 started under ``nice -n 10`` (``--nice``) so that other work on a shared machine stays responsive. With
 ``--jobs 2`` two runs go at once from the queue ``(seed, algo, ours / SB3)``, so ours and SB3 of the same
 seed and algorithm run side by side under the same load. The 1-minute load average is recorded before and
-after each run. ``--out`` appends one JSON line per finished run (partial results survive an interruption);
-``--summarize FILE`` prints the tables from such a file without running anything.
+after each run, and each run reports its own CPU seconds (``time.process_time()``; wall clock on a shared VM
+also counts the time a run waited for a core). ``--out`` appends one JSON line per finished run (partial
+results survive an interruption); ``--summarize FILE`` prints the tables from such a file without running.
 
 Needs ``pip install -c constraints.txt -r benchmarks/requirements.txt`` (stable-baselines3, gymnasium[mujoco]).
 
@@ -103,23 +104,27 @@ def median(values: list[float]) -> float:
 def print_tables(rows: list[dict]) -> None:
     """Per-run rows, then a summary per algorithm (ours vs SB3)."""
     rows = sorted(rows, key=lambda r: (r["algo"], r["seed"], r["lib"]))
-    print("\n| algo | seed | lib | final eval (10 ep.) | eval at mid | env steps | wall s | env-steps/s | "
-          "loadavg before / after |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| algo | seed | lib | final eval (10 ep.) | eval at mid | env steps | wall s | env-steps/s | CPU s | "
+          "env-steps per CPU s | loadavg before / after | started UTC |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         mid = "-" if r.get("eval_mid") is None else f"{r['eval_mid']:,.0f} ({r['eval_mid_step'] // 1000}k)"
         print(f"| {r['algo']} | {r['seed']} | {r['lib']} | {r['eval_return_mean']:,.0f} | {mid} | {r['env_steps']} | "
-              f"{r['wall_s']:.0f} | {r['steps_per_s']:.0f} | {r['loadavg_before']:.1f} / {r['loadavg_after']:.1f} |")
+              f"{r['wall_s']:.0f} | {r['steps_per_s']:.0f} | {r.get('cpu_s', float('nan')):.0f} | "
+              f"{r['env_steps'] / r.get('cpu_s', float('nan')):.0f} | {r['loadavg_before']:.1f} / "
+              f"{r['loadavg_after']:.1f} | {r.get('started_utc', '-')} |")
     print("\n| algo | seeds ours / SB3 | final eval mean ± std, ours | SB3 | median final eval ours / SB3 | "
-          "median env-steps/s ours / SB3 (ratio) |")
-    print("|---|---|---|---|---|---|")
+          "median env-steps/s ours / SB3 (ratio) | median env-steps per CPU s ours / SB3 (ratio) |")
+    print("|---|---|---|---|---|---|---|")
     for algo in sorted({r["algo"] for r in rows}):
         by = {lib: [r for r in rows if r["algo"] == algo and r["lib"] == lib] for lib in ("ours", "sb3")}
         final = {lib: [r["eval_return_mean"] for r in by[lib]] for lib in by}
         rate = {lib: median([r["steps_per_s"] for r in by[lib]]) for lib in by}
+        cpu = {lib: median([r["env_steps"] / r["cpu_s"] for r in by[lib] if "cpu_s" in r]) for lib in by}
         print(f"| {algo} | {len(by['ours'])} / {len(by['sb3'])} | {mean_std(final['ours'])} | {mean_std(final['sb3'])} "
               f"| {median(final['ours']):,.0f} / {median(final['sb3']):,.0f} | "
-              f"{rate['ours']:.0f} / {rate['sb3']:.0f} ({rate['ours'] / rate['sb3']:.2f}x) |")
+              f"{rate['ours']:.0f} / {rate['sb3']:.0f} ({rate['ours'] / rate['sb3']:.2f}x) | "
+              f"{cpu['ours']:.0f} / {cpu['sb3']:.0f} ({cpu['ours'] / cpu['sb3']:.2f}x) |")
 
 
 def main() -> None:

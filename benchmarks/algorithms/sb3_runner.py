@@ -154,7 +154,8 @@ def main() -> None:
     wall = time.perf_counter() - start if state["reached"] is None else state["reached"][1]
     result = {"env": env_id, "seed": args.seed, "eval_return_mean": state["eval"], "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
-              "reached": state["reached"] is not None, "evals": state["evals"]}
+              "reached": state["reached"] is not None, "evals": state["evals"],
+              "cpu_s": round(time.process_time(), 3)}
     os.makedirs(args.logdir, exist_ok=True)
     with open(os.path.join(args.logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)

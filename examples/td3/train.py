@@ -175,7 +175,8 @@ def main() -> None:
     wall = time.perf_counter() - start
     result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
-              "reached": reached_at is not None, "evals": evals}
+              "reached": reached_at is not None, "evals": evals,
+              "cpu_s": round(time.process_time(), 3)}
     with open(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)
     summary.flush()
