@@ -531,7 +531,8 @@ Notes:
   allocation once. Between hosts, arrays go as zero-copy zmq frames, HMAC-signed.
 - R6: the same run times `multiprocessing.Pool(2)` on the same work as the peer. On this 2-vCPU VM neither
   reaches 1.9x reliably even at a load average below 1 (mp.Pool measured 1.80-1.93x over five runs, parl-remote
-  1.76-1.85x, 1.82x vs 1.87x in this run); the "CPU split" row shows where the time goes: each actor's CPU time
+  1.76-1.85x, 1.82x vs 1.87x in this run; 15 interleaved rounds with nothing else running, 09:14 UTC: 1.82x vs
+  1.81x, per-round 1.41-2.00x vs 1.69-2.02x); the "CPU split" row shows where the time goes: each actor's CPU time
   per run equals the serial cost of one sum (no hidden serialisation: the client and the cluster processes use
   ~0 CPU while the actors compute). Measured separately (psutil / `time.process_time`, one sum at a time): a sum
   costs the same CPU time in the client, in an actor and in an mp.Pool worker (0.35-0.38 s each); with both
