@@ -101,6 +101,10 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def num(value: float | None, fmt: str = ",.0f") -> str:
+    return "-" if value is None or value != value else format(value, fmt)
+
+
 def print_tables(rows: list[dict]) -> None:
     """Per-run rows, then a summary per algorithm (ours vs SB3)."""
     rows = sorted(rows, key=lambda r: (r["algo"], r["seed"], r["lib"]))
@@ -110,8 +114,8 @@ def print_tables(rows: list[dict]) -> None:
     for r in rows:
         mid = "-" if r.get("eval_mid") is None else f"{r['eval_mid']:,.0f} ({r['eval_mid_step'] // 1000}k)"
         print(f"| {r['algo']} | {r['seed']} | {r['lib']} | {r['eval_return_mean']:,.0f} | {mid} | {r['env_steps']} | "
-              f"{r['wall_s']:.0f} | {r['steps_per_s']:.0f} | {r.get('cpu_s', float('nan')):.0f} | "
-              f"{r['env_steps'] / r.get('cpu_s', float('nan')):.0f} | {r['loadavg_before']:.1f} / "
+              f"{r['wall_s']:.0f} | {r['steps_per_s']:.0f} | {num(r.get('cpu_s'))} | "
+              f"{num(r['env_steps'] / r['cpu_s'] if 'cpu_s' in r else None)} | {r['loadavg_before']:.1f} / "
               f"{r['loadavg_after']:.1f} | {r.get('started_utc', '-')} |")
     print("\n| algo | seeds ours / SB3 | final eval mean ± std, ours | SB3 | median final eval ours / SB3 | "
           "median env-steps/s ours / SB3 (ratio) | median env-steps per CPU s ours / SB3 (ratio) |")
@@ -124,7 +128,7 @@ def print_tables(rows: list[dict]) -> None:
         print(f"| {algo} | {len(by['ours'])} / {len(by['sb3'])} | {mean_std(final['ours'])} | {mean_std(final['sb3'])} "
               f"| {median(final['ours']):,.0f} / {median(final['sb3']):,.0f} | "
               f"{rate['ours']:.0f} / {rate['sb3']:.0f} ({rate['ours'] / rate['sb3']:.2f}x) | "
-              f"{cpu['ours']:.0f} / {cpu['sb3']:.0f} ({cpu['ours'] / cpu['sb3']:.2f}x) |")
+              f"{num(cpu['ours'])} / {num(cpu['sb3'])} ({num(cpu['ours'] / cpu['sb3'], '.2f')}x) |")
 
 
 def main() -> None:
