@@ -538,8 +538,9 @@ Notes:
   costs the same CPU time in the client, in an actor and in an mp.Pool worker (0.35-0.38 s each); with both
   cores busy every process's sum takes ~8-10 % longer, for mp.Pool workers as for actors, which caps both near
   1.85x here. It is the workload on this VM, not the runtime: two `mp.Pool` workers at once (7 rounds, 09:47
-  UTC, nothing else running) reach 1.97x on a C loop (sha256 of 4 KiB blocks) but 1.78x on this Python sum. Idle wake-ups that could steal a busy core were cut: zygote 20/s -> 0 (SIGCHLD wake-up fd), each
-  idle job 10/s -> 1/s, worker 11.8/s -> 3.4/s, the client's reactor 10/s -> 1/s (master: ~5/s).
+  UTC, nothing else running) reach 1.97x on a C loop (sha256 of 4 KiB blocks) but 1.78x on this Python sum.
+  Idle wake-ups that could steal a busy core were cut: zygote 20/s -> 0 (SIGCHLD wake-up fd), each idle job
+  10/s -> 1/s, worker 11.8/s -> 3.4/s, the client's reactor 10/s -> 1/s (master: ~5/s).
 - R7: a same-host actor's stream ends the moment its process dies (EOF from the kernel); the client then asks
   the master for the cause (before the stream transport: 0.9 s through the zmq socket monitor).
 """
