@@ -33,6 +33,25 @@ def _tree(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
+def _statuses(pid: int) -> list[str]:
+    """The status of each descendant of ``pid`` (one that exits while being looked at is left out)."""
+    statuses = []
+    for process in _tree(pid):
+        try:
+            statuses.append(process.status())
+        except psutil.NoSuchProcess:
+            pass
+    return statuses
+
+
+def _ended(pid: int) -> bool:
+    """True when ``pid`` has exited (gone, or a zombie waiting for its parent)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def worker_id(status_client) -> str:
     (worker,) = status_client.status()["workers"]
     return worker["id"]
@@ -41,7 +60,7 @@ def worker_id(status_client) -> str:
 def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_client, xparl_home):
     def settled():
         status = status_client.status()
-        jobs = [p for p in _tree(cluster.worker.pid) if p.status() != psutil.STATUS_ZOMBIE]
+        jobs = [s for s in _statuses(cluster.worker.pid) if s != psutil.STATUS_ZOMBIE]
         return status["cpus"]["used"] == 0 and len(jobs) == cluster.cpu_num + 1  # + the zygote
 
     for i in range(5):  # warm up: sockets, caches, lazily created state
@@ -53,7 +72,7 @@ def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_
         assert actor.get() == i
         del actor
     wait_until(settled, timeout_s=20, message="all jobs replaced")
-    zombies = [p for p in _tree(cluster.worker.pid) if p.status() == psutil.STATUS_ZOMBIE]
+    zombies = [s for s in _statuses(cluster.worker.pid) if s == psutil.STATUS_ZOMBIE]
     assert not zombies
     after = {"client": _fds(os.getpid()), "worker": _fds(cluster.worker.pid), "master": _fds(cluster.master.pid)}
     for name in before:
@@ -141,8 +160,7 @@ def test_embedded_cluster_ends_with_its_process(tmp_path, ending):
         proc.stdin.flush()
     proc.wait(timeout=30)
     for pid in pids + descendants:
-        wait_until(lambda pid=pid: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-                   timeout_s=10, message=f"process {pid} to end")  # fmt: skip
+        wait_until(lambda pid=pid: _ended(pid), timeout_s=10, message=f"process {pid} to end")
 
 
 def test_imports_and_works_without_torch():

@@ -148,6 +148,59 @@ def test_two_peers_sending_large_messages_at_once_do_not_deadlock():
     right.close()
 
 
+def test_sigint_guard_defers_a_ctrl_c_only_inside_the_code_that_moves_bytes():
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        assert stream.guard_sigint()
+        guard = signal.getsignal(signal.SIGINT)
+        assert stream.guard_sigint() and signal.getsignal(signal.SIGINT) is guard  # idempotent
+        signal.raise_signal(signal.SIGINT)  # outside a stream operation: passed on at once
+        assert seen == [signal.SIGINT]
+
+        left, right = _pair()
+        real = right.sock
+
+        class CtrlCAfterTheBytes:  # a Ctrl-C arriving just after recv_into took the bytes, before _read records them
+            def recv_into(self, *args):
+                n = real.recv_into(*args)
+                guard(signal.SIGINT, sys._getframe(1))
+                assert seen == [signal.SIGINT]  # deferred: _read is still to record the n bytes
+                return n
+
+        right.sock = CtrlCAfterTheBytes()
+        signer = protocol.Signer(TOKEN)
+        left.send(protocol.encode(signer, MsgType.REPLY, 1, serialization.dumps("one")))
+        left.send(protocol.encode(signer, MsgType.REPLY, 2, serialization.dumps("two")))
+        frames = right.recv(timeout_s=5)  # delivered when the read has been recorded
+        assert seen == [signal.SIGINT] * 2 and stream.decode(right, signer, frames).body() == "one"
+        right.sock = real
+        assert stream.decode(right, signer, right.recv(timeout_s=5)).body() == "two"  # framing intact
+
+        stream._Sigint.pending = guard  # another thread never delivers the main thread's Ctrl-C
+        worker = threading.Thread(target=stream._fire_pending)
+        worker.start()
+        worker.join(5)
+        assert stream._Sigint.pending is guard and seen == [signal.SIGINT] * 2
+        stream._fire_pending()
+        assert stream._Sigint.pending is None and seen == [signal.SIGINT] * 3
+        left.close()
+        right.close()
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        assert not stream.guard_sigint()  # nothing raises KeyboardInterrupt: nothing to guard
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        result = []
+        thread = threading.Thread(target=lambda: result.append(stream.guard_sigint()))
+        thread.start()
+        thread.join(5)
+        assert result == [False]  # signal handlers belong to the main thread
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 # ------------------------------------------------------------------------------------ with a cluster
 @xparl.remote_class
 class Echo:
@@ -371,3 +424,66 @@ def test_interrupted_call_leaves_the_connection_usable(transport, tmp_path):
     # the abandoned call's reply arrives later and is skipped; the next calls get their own results
     assert actor.echo("after") == "after"
     assert [actor.echo(i) for i in range(20)] == list(range(20))
+
+
+_STORM = """
+import os, random, select, signal, sys, time
+target, actor_pid, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(0)
+for sent in range(1, count + 1):
+    time.sleep(rng.uniform(0.0001, 0.002))
+    os.kill(target, signal.SIGINT)
+    if not select.select([sys.stdin], [], [], 10)[0]:  # no acknowledgement: the caller hangs
+        os.kill(actor_pid, signal.SIGKILL)  # unblock it
+        print("stuck", sent, flush=True)
+        sys.exit(1)
+    if not sys.stdin.readline():  # the test ended
+        print("ended", sent, flush=True)
+        sys.exit(1)
+print("done", count, flush=True)
+"""
+
+
+def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport):
+    """Hundreds of Ctrl-C from another process at random moments of tiny calls: every call completes or
+    raises KeyboardInterrupt, and the connection keeps working. (An interrupt landing between taking bytes
+    off the socket and recording them would desynchronise the stream and hang the next call.)"""
+    import subprocess
+
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    actor = Echo()
+    _check_transport(actor, transport)
+    count = 400
+    sender = subprocess.Popen([sys.executable, "-c", _STORM, str(os.getpid()), str(actor._xparl_actor.pid), str(count)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    interrupted, completed, wrong, need_ack, died, finished = 0, 0, [], False, None, False
+    try:
+        while interrupted < count:  # (not Popen.poll: an interrupt inside it can leave its lock held)
+            try:
+                while True:
+                    if need_ack:  # acknowledged from inside the try: the next Ctrl-C lands in it
+                        need_ack = False
+                        sender.stdin.write("ack\n")
+                        sender.stdin.flush()
+                    value = actor.echo(completed)
+                    if value != completed:
+                        wrong.append((completed, value))
+                    completed += 1
+            except KeyboardInterrupt:
+                interrupted += 1
+                need_ack = True
+            except xparl.ActorDiedError as exc:
+                died = exc
+                break
+        if need_ack:
+            sender.stdin.write("ack\n")
+            sender.stdin.flush()
+        finished = True
+    finally:
+        if not finished:  # an unexpected error: stop the Ctrl-C before reporting it
+            sender.kill()
+        out = sender.communicate(timeout=30)[0]
+    assert died is None and out.strip() == f"done {count}", f"after {interrupted} interrupts: {out!r} {died}"
+    assert interrupted == count and not wrong and completed > 0
+    assert [actor.echo(i) for i in range(50)] == list(range(50))

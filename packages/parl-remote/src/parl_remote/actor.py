@@ -146,6 +146,7 @@ class ActorConnection:
                 return False
             self.stream = stream.StreamConnection(sock)
             self.stream_name = name
+            stream.guard_sigint()  # a Ctrl-C must not cut the stream's framing (main thread only)
             self.connected = self.ever_connected = True
             self.down_since = None
             self._close_zmq(linger=0)

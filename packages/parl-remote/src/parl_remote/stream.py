@@ -11,9 +11,16 @@ its own uid (``SO_PEERCRED``). Messages are the protocol's signed frames behind 
 (``protocol.stream_prefix``): the same HMAC, verified before anything is unpickled, and a connection
 that delivers one bad message is closed (its framing can no longer be trusted).
 
-A blocking call costs the calling thread one ``sendmsg`` and one blocking ``recv_into``; the job
+A blocking call costs the calling thread one ``sendmsg``, one ``poll`` and one ``recv_into``; the job
 one ``poll``, one ``recv_into`` and one ``sendmsg``. A closed connection (EOF, ``ECONNRESET``) means the
 peer process is gone: the kernel reports it at once, with no heartbeat.
+
+Ctrl-C: Python raises ``KeyboardInterrupt`` at the next bytecode boundary, which can fall between
+taking bytes off the socket (or handing them to it) and recording that, and the stream would lose its
+framing. So the client installs ``guard_sigint`` in its main thread: a SIGINT handler, wrapping the one
+it finds, that defers a Ctrl-C landing inside the few lines that move bytes and record them
+(``_CRITICAL``) until the stream operation returns, and passes every other Ctrl-C on at once. Waiting
+(``poll``) is outside those lines, so a Ctrl-C still interrupts a blocked call immediately.
 
 ``XPARL_UNIX_STREAM=0`` turns the fast path off (the client then uses the job's zmq ``ipc://``
 endpoint, as between hosts it uses TCP).
@@ -26,9 +33,11 @@ import errno
 import os
 import secrets
 import select
+import signal
 import socket
 import struct
 import sys
+import threading
 from typing import Any
 
 from parl_remote import config, protocol
@@ -44,6 +53,60 @@ _DONTWAIT = socket.MSG_DONTWAIT if hasattr(socket, "MSG_DONTWAIT") else 0
 
 class StreamClosed(ConnectionError):
     """The peer closed the connection or its process ended."""
+
+
+class _Sigint:
+    """State of the Ctrl-C deferral (``guard_sigint``)."""
+
+    main_ident: int | None = None
+    pending: Any = None  # the guard that deferred a Ctrl-C, until the stream operation returns
+
+
+def _guard(previous: Any) -> Any:
+    """A SIGINT handler that defers a Ctrl-C landing inside ``_CRITICAL`` code and passes any other on to
+    ``previous`` at once."""
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if frame is not None and frame.f_code in _CRITICAL:
+            _Sigint.pending = on_sigint
+            return
+        previous(signum, frame)
+
+    on_sigint.xparl_previous = previous  # type: ignore[attr-defined]
+    return on_sigint
+
+
+def _fire_pending() -> None:
+    """Delivers a deferred Ctrl-C to the handler its guard wraps (usually ``KeyboardInterrupt``); main thread
+    only."""
+    if threading.get_ident() != _Sigint.main_ident:
+        return
+    guard, _Sigint.pending = _Sigint.pending, None
+    guard.xparl_previous(signal.SIGINT, sys._getframe(1))
+
+
+def guard_sigint() -> bool:
+    """Makes Ctrl-C safe for this process's stream connections (see the module docstring).
+
+    Installs, in the main thread, a SIGINT handler wrapping the current one: a Ctrl-C that lands while a
+    connection moves bytes and records them waits until that stream operation returns (microseconds);
+    every other Ctrl-C reaches the wrapped handler at once. Idempotent. A handler the program installs
+    later replaces it (the connections then lose only this protection); restoring the guard restores it.
+
+    Returns:
+        True when the guard is installed; False outside the main thread or when SIGINT is not handled by
+        a Python callable (``SIG_IGN`` / ``SIG_DFL``: then no ``KeyboardInterrupt`` can land anywhere).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    current = signal.getsignal(signal.SIGINT)
+    if hasattr(current, "xparl_previous"):
+        return True
+    if not callable(current):
+        return False
+    _Sigint.main_ident = threading.get_ident()
+    signal.signal(signal.SIGINT, _guard(current))
+    return True
 
 
 def enabled() -> bool:
@@ -121,9 +184,10 @@ class StreamConnection:
     """One end of a framed, signed message stream over a connected Unix socket (see the module docstring).
 
     Used by one thread at a time (the blocking caller under its actor's lock, the client's reactor
-    thread, or the job's main thread). Receiving is incremental: a read interrupted (``KeyboardInterrupt``
-    in a blocking call) keeps what it got, and complete messages wait in ``inbox``. Unsent bytes wait in
-    an outbox that every later send or ``flush`` continues first, so a message is never cut.
+    thread, or the job's main thread). Receiving is incremental: complete messages wait in ``inbox``, a
+    partial one in the receive buffer, so a wait interrupted by ``KeyboardInterrupt`` loses nothing (and
+    ``guard_sigint`` keeps a Ctrl-C out of the lines that move bytes and record them). Unsent bytes wait
+    in an outbox that every later send or ``flush`` continues first, so a message is never cut.
 
     Args:
         sock: a connected ``AF_UNIX`` ``SOCK_STREAM`` socket (this object owns it).
@@ -147,6 +211,8 @@ class StreamConnection:
         self.closed = False
         self.eof = False
         self.poll_mask = select.POLLIN  # the events its owner's poller waits for (owner's bookkeeping)
+        self._poller = select.poll()  # recv's wait (not select.select: any fd number)
+        self._poller.register(self.fd, _POLLIN)
 
     # -------------------------------------------------------------------------------- sending
     @property
@@ -170,6 +236,13 @@ class StreamConnection:
         Raises:
             StreamClosed: the peer is gone.
         """
+        try:
+            return self._send(frames, block, notification)
+        finally:
+            if _Sigint.pending:
+                _fire_pending()
+
+    def _send(self, frames: list, block: bool, notification: bool) -> bool:
         if self.closed:
             raise StreamClosed("the connection is closed")
         if notification and self._out_bytes > _NOTIFY_LIMIT_BYTES:
@@ -192,7 +265,7 @@ class StreamConnection:
                 if view.nbytes:
                     self._outbox.append(view)
                     self._out_bytes += view.nbytes
-            self.flush(block=False)
+            self._flush(block=False)
         else:
             for part in parts:
                 view = memoryview(part).cast("B")
@@ -200,7 +273,7 @@ class StreamConnection:
                     self._outbox.append(view)
                     self._out_bytes += view.nbytes
         if block:
-            self.flush(block=True)
+            self._flush(block=True)
         return True
 
     def flush(self, block: bool = False) -> None:
@@ -209,6 +282,13 @@ class StreamConnection:
         Raises:
             StreamClosed: the peer is gone.
         """
+        try:
+            self._flush(block)
+        finally:
+            if _Sigint.pending:
+                _fire_pending()
+
+    def _flush(self, block: bool) -> None:
         outbox = self._outbox
         while outbox:
             chunk = [outbox[i] for i in range(min(len(outbox), _MAX_IOV))]
@@ -259,15 +339,15 @@ class StreamConnection:
             protocol.Rejected: the stream is corrupt (the connection is closed).
         """
         inbox = self.inbox
+        wait_ms = None if timeout_s is None else max(0, int(timeout_s * 1000))
         while not inbox:
             if self.eof or self.closed:
                 raise StreamClosed("the peer closed the connection")
-            if timeout_s is not None:
-                poller = select.poll()  # (not select.select: any fd number)
-                poller.register(self.fd, _POLLIN)
-                if not poller.poll(max(0, int(timeout_s * 1000))):
-                    return None
-            self._read(blocking=timeout_s is None)
+            if not self._poller.poll(wait_ms):  # the wait: a Ctrl-C here interrupts at once
+                return None
+            self._read()
+            if _Sigint.pending:
+                _fire_pending()
         return inbox.popleft()
 
     def read_available(self) -> bool:
@@ -281,17 +361,20 @@ class StreamConnection:
             protocol.Rejected: the stream is corrupt (the connection is closed).
         """
         while not self.eof and not self.closed:
-            if not self._read(blocking=False):
+            if not self._read():
                 break
+        if _Sigint.pending:
+            _fire_pending()
         return not self.eof
 
-    def _read(self, blocking: bool) -> bool:
-        """One read from the socket; returns True when it filled the space offered (more may be waiting).
+    def _read(self) -> bool:
+        """One non-blocking read from the socket; returns True when it filled the space offered (more may
+        be waiting).
 
         A short read leaves the rest to the next poll (level-triggered): one ``recv_into`` per message
         rather than a second one that would only say ``EAGAIN``.
         """
-        flags = 0 if blocking else _DONTWAIT
+        flags = _DONTWAIT
         try:
             if self._big is not None:
                 space = len(self._big) - self._big_filled
@@ -382,6 +465,13 @@ class StreamConnection:
 
     def __repr__(self) -> str:
         return f"<StreamConnection fd={self.fd}{' closed' if self.closed else ''}>"
+
+
+# the code that moves bytes and records it: a Ctrl-C landing here is deferred (guard_sigint)
+_CRITICAL = frozenset(
+    method.__code__
+    for method in (StreamConnection._send, StreamConnection._flush, StreamConnection._read, StreamConnection._parse)
+)
 
 
 def decode(conn: StreamConnection, signer: protocol.Signer, frames: list, channel: Any = None) -> protocol.Message:
