@@ -410,8 +410,11 @@ def test_interrupted_call_leaves_the_connection_usable(transport, tmp_path):
     started = tmp_path / "started"
     main = threading.main_thread().ident
 
+    sent = []
+
     def interrupt():
         wait_until(started.exists, message="the call to start in the job")
+        sent.append(time.monotonic())
         signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the caller blocks reading the reply
 
     if threading.get_ident() != main:
@@ -419,8 +422,10 @@ def test_interrupted_call_leaves_the_connection_usable(transport, tmp_path):
     thread = threading.Thread(target=interrupt)
     thread.start()
     with pytest.raises(KeyboardInterrupt):
-        actor.sleep(0.5, str(started))
+        actor.sleep(3.0, str(started))
+    latency = time.monotonic() - sent[0]
     thread.join(10)
+    assert latency < 1.0, f"the Ctrl-C reached the caller {latency:.2f} s late (not at once / within the read slice)"
     # the abandoned call's reply arrives later and is skipped; the next calls get their own results
     assert actor.echo("after") == "after"
     assert [actor.echo(i) for i in range(20)] == list(range(20))

@@ -48,6 +48,7 @@ _POLL_MS = 100
 _IDLE_POLL_MS = 1000  # the reactor's wait when all its actors are on streams (nothing to check periodically)
 _STREAM_DEATH_CAUSE_WAIT_S = 2.0  # after a stream ends, how long to wait for the master to learn why
 _CONNECT_TIMEOUT_S = 3.0  # a granted job that never accepts the connection is gone
+_CTRL_C_LATENCY_S = 0.1  # a Ctrl-C during a blocking call on a stream is delivered within this (stream.py)
 _MONITOR_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
 
 
@@ -146,7 +147,8 @@ class ActorConnection:
                 return False
             self.stream = stream.StreamConnection(sock)
             self.stream_name = name
-            stream.guard_sigint()  # a Ctrl-C must not cut the stream's framing (main thread only)
+            if stream.guard_sigint():  # a Ctrl-C must not cut the stream's framing (main thread only)
+                self.stream.set_read_slice(_CTRL_C_LATENCY_S)
             self.connected = self.ever_connected = True
             self.down_since = None
             self._close_zmq(linger=0)

@@ -11,7 +11,7 @@ its own uid (``SO_PEERCRED``). Messages are the protocol's signed frames behind 
 (``protocol.stream_prefix``): the same HMAC, verified before anything is unpickled, and a connection
 that delivers one bad message is closed (its framing can no longer be trusted).
 
-A blocking call costs the calling thread one ``sendmsg``, one ``poll`` and one ``recv_into``; the job
+A blocking call costs the calling thread one ``sendmsg`` and one blocking ``recv_into``; the job
 one ``poll``, one ``recv_into`` and one ``sendmsg``. A closed connection (EOF, ``ECONNRESET``) means the
 peer process is gone: the kernel reports it at once, with no heartbeat.
 
@@ -19,8 +19,10 @@ Ctrl-C: Python raises ``KeyboardInterrupt`` at the next bytecode boundary, which
 taking bytes off the socket (or handing them to it) and recording that, and the stream would lose its
 framing. So the client installs ``guard_sigint`` in its main thread: a SIGINT handler, wrapping the one
 it finds, that defers a Ctrl-C landing inside the few lines that move bytes and record them
-(``_CRITICAL``) until the stream operation returns, and passes every other Ctrl-C on at once. Waiting
-(``poll``) is outside those lines, so a Ctrl-C still interrupts a blocked call immediately.
+(``_CRITICAL``) until the stream operation returns, and passes every other Ctrl-C on at once. A
+blocking read waits inside those lines (one ``recv_into``: a ``poll`` first would cost ~10 us a call), so
+the client gives its connections a read slice (``SO_RCVTIMEO``, ``set_read_slice``): a Ctrl-C during a
+long call is delivered when the slice ends, within 0.1 s.
 
 ``XPARL_UNIX_STREAM=0`` turns the fast path off (the client then uses the job's zmq ``ipc://``
 endpoint, as between hosts it uses TCP).
@@ -211,7 +213,7 @@ class StreamConnection:
         self.closed = False
         self.eof = False
         self.poll_mask = select.POLLIN  # the events its owner's poller waits for (owner's bookkeeping)
-        self._poller = select.poll()  # recv's wait (not select.select: any fd number)
+        self._poller = select.poll()  # recv's wait with a timeout (not select.select: any fd number)
         self._poller.register(self.fd, _POLLIN)
 
     # -------------------------------------------------------------------------------- sending
@@ -339,16 +341,22 @@ class StreamConnection:
             protocol.Rejected: the stream is corrupt (the connection is closed).
         """
         inbox = self.inbox
-        wait_ms = None if timeout_s is None else max(0, int(timeout_s * 1000))
         while not inbox:
             if self.eof or self.closed:
                 raise StreamClosed("the peer closed the connection")
-            if not self._poller.poll(wait_ms):  # the wait: a Ctrl-C here interrupts at once
+            if timeout_s is not None and not self._poller.poll(max(0, int(timeout_s * 1000))):
                 return None
-            self._read()
+            self._read(blocking=timeout_s is None)  # (a read slice, set_read_slice, ends with EAGAIN)
             if _Sigint.pending:
                 _fire_pending()
         return inbox.popleft()
+
+    def set_read_slice(self, seconds: float) -> None:
+        """Makes a blocking read return after at most ``seconds`` without data (``SO_RCVTIMEO``), so that a
+        Ctrl-C deferred by ``guard_sigint`` while the read waits is delivered within ``seconds``."""
+        whole = int(seconds)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                             struct.pack("ll", whole, int((seconds - whole) * 1_000_000)))
 
     def read_available(self) -> bool:
         """Reads what has arrived without blocking; complete messages go to ``inbox``.
@@ -361,20 +369,21 @@ class StreamConnection:
             protocol.Rejected: the stream is corrupt (the connection is closed).
         """
         while not self.eof and not self.closed:
-            if not self._read():
+            if not self._read(blocking=False):
                 break
         if _Sigint.pending:
             _fire_pending()
         return not self.eof
 
-    def _read(self) -> bool:
-        """One non-blocking read from the socket; returns True when it filled the space offered (more may
-        be waiting).
+    def _read(self, blocking: bool) -> bool:
+        """One read from the socket; returns True when it filled the space offered (more may be waiting).
 
         A short read leaves the rest to the next poll (level-triggered): one ``recv_into`` per message
-        rather than a second one that would only say ``EAGAIN``.
+        rather than a second one that would only say ``EAGAIN``. A blocking read waits here, inside
+        ``_CRITICAL`` code: a Ctrl-C meanwhile is deferred until the read returns (data, or the end of the
+        read slice).
         """
-        flags = _DONTWAIT
+        flags = 0 if blocking else _DONTWAIT
         try:
             if self._big is not None:
                 space = len(self._big) - self._big_filled
