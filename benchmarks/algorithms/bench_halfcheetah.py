@@ -45,6 +45,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from bench_vs_sb3 import ratio_of_means_ci  # noqa: E402 (a sibling script)
+
 # our examples' flags for the settings sb3_runner.py gives SB3 in its MuJoCo mode
 OURS_FLAGS = {
     "sac": ["--hidden-sizes", "256", "256", "--actor-lr", "3e-4", "--critic-lr", "3e-4", "--gamma", "0.99",
@@ -129,6 +132,30 @@ def print_tables(rows: list[dict]) -> None:
               f"| {median(final['ours']):,.0f} / {median(final['sb3']):,.0f} | "
               f"{rate['ours']:.0f} / {rate['sb3']:.0f} ({rate['ours'] / rate['sb3']:.2f}x) | "
               f"{num(cpu['ours'])} / {num(cpu['sb3'])} ({num(cpu['ours'] / cpu['sb3'], '.2f')}x) |")
+    print("\nFinal eval over the seeds run by both, ours vs SB3 of the same seed (95 % intervals resample the seeds"
+          " in pairs; an interval containing 1.0 / 0 means no difference is shown):")
+    print("| algo | seeds | ours better on | mean ours / mean SB3 [95 % CI] | mean of (ours - SB3) [95 % CI] |")
+    print("|---|---|---|---|---|")
+    for algo in sorted({r["algo"] for r in rows}):
+        final = {(r["lib"], r["seed"]): r["eval_return_mean"] for r in rows if r["algo"] == algo}
+        seeds = sorted(s for (lib, s) in final if lib == "ours" and ("sb3", s) in final)
+        ours, sb3 = [final["ours", s] for s in seeds], [final["sb3", s] for s in seeds]
+        ratio, low, high = ratio_of_means_ci(ours, sb3)
+        diff, dlow, dhigh = mean_diff_ci(ours, sb3)
+        better = sum(o > b for o, b in zip(ours, sb3, strict=True))
+        print(f"| {algo} | {', '.join(map(str, seeds))} | {better} of {len(seeds)} | "
+              f"{ratio:.2f} [{low:.2f}, {high:.2f}] | {diff:+,.0f} [{dlow:+,.0f}, {dhigh:+,.0f}] |")
+
+
+def mean_diff_ci(a: list[float], b: list[float], rounds: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of the paired differences ``a[i] - b[i]`` and its 95 % bootstrap interval (pairs resampled)."""
+    import numpy as np
+
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if len(d) == 0:
+        return (float("nan"),) * 3
+    means = d[np.random.default_rng(seed).integers(0, len(d), size=(rounds, len(d)))].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def main() -> None:
