@@ -201,6 +201,75 @@ def test_sigint_guard_defers_a_ctrl_c_only_inside_the_code_that_moves_bytes():
         signal.signal(signal.SIGINT, previous)
 
 
+class _FakeZmq:
+    """A zmq socket stand-in: records sent frames; raises KeyboardInterrupt at a chosen send / recv."""
+
+    def __init__(self, interrupt_at, after=False, incoming=()):
+        self.sent, self.interrupt_at, self.after, self.calls = [], interrupt_at, after, 0
+        self.incoming = list(incoming)  # [(frame, more)]
+
+    def _maybe_interrupt(self, done):
+        if self.calls == self.interrupt_at and done == self.after:
+            raise KeyboardInterrupt
+
+    def send(self, data, flags=0, copy=True):
+        import zmq
+
+        self.calls += 1
+        self._maybe_interrupt(False)  # a Ctrl-C inside the call (EINTR): nothing queued
+        self.sent.append((bytes(data), bool(flags & zmq.SNDMORE)))
+        self._maybe_interrupt(True)  # a Ctrl-C just after the frame was queued
+
+    def recv(self, flags=0, copy=True):
+        self.calls += 1
+        self._maybe_interrupt(False)
+        frame, self._more = self.incoming.pop(0)
+        self._maybe_interrupt(True)
+        return frame
+
+    def getsockopt(self, option):
+        return self._more
+
+
+def _messages(sent):
+    """Splits recorded (frame, more) pairs into messages; the last must be complete."""
+    messages, current = [], []
+    for frame, more in sent:
+        current.append(frame)
+        if not more:
+            messages.append(current)
+            current = []
+    assert current == [], "a multipart message was left unfinished"
+    return messages
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["during", "after"])
+@pytest.mark.parametrize("at", [1, 2, 3])
+def test_a_ctrl_c_never_leaves_a_zmq_multipart_message_half_sent(at, after):
+    frames = [b"head", b"buffer-1", b"buffer-2"]
+    sock = _FakeZmq(interrupt_at=at, after=after)
+    with pytest.raises(KeyboardInterrupt):
+        protocol.send_frames(sock, frames)
+    messages = _messages(sock.sent)
+    if not after:  # the interrupted frame was not queued: the message goes out whole, once
+        assert messages == [frames]
+    else:  # the interrupted frame was queued, unknown to the sender: it goes again (the peer drops that one)
+        assert messages[0][: at] == frames[: at] and b"".join(sum(messages, [])).endswith(b"buffer-2")
+    sock = _FakeZmq(interrupt_at=0)
+    protocol.send_frames(sock, frames)
+    assert _messages(sock.sent) == [frames]  # and uninterrupted, unchanged
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["during", "after"])
+def test_a_ctrl_c_inside_a_zmq_multipart_receive_drops_only_that_message(after):
+    incoming = [(b"m1-head", True), (b"m1-b1", True), (b"m1-b2", False), (b"m2-head", True), (b"m2-b1", False)]
+    sock = _FakeZmq(interrupt_at=2, after=after, incoming=incoming)
+    with pytest.raises(KeyboardInterrupt):
+        protocol.recv_frames(sock)
+    sock.interrupt_at = 0
+    assert protocol.recv_frames(sock) == [b"m2-head", b"m2-b1"]  # the next message starts at its boundary
+
+
 # ------------------------------------------------------------------------------------ with a cluster
 @xparl.remote_class
 class Echo:
@@ -433,35 +502,64 @@ def test_interrupted_call_leaves_the_connection_usable(transport, tmp_path):
 
 _STORM = """
 import os, random, select, signal, sys, time
-target, actor_pid, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+target, actor_pid, count, max_gap_s = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 rng = random.Random(0)
-for sent in range(1, count + 1):
-    time.sleep(rng.uniform(0.0001, 0.002))
-    os.kill(target, signal.SIGINT)
-    if not select.select([sys.stdin], [], [], 10)[0]:  # no acknowledgement: the caller hangs
+acked, pending, resent = 0, b"", 0
+
+
+def wait_ack(k, timeout_s):  # until the caller has counted k KeyboardInterrupts
+    global acked, pending
+    deadline = time.monotonic() + timeout_s
+    while acked < k:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([0], [], [], left)[0]:
+            return False
+        data = os.read(0, 4096)
+        if not data:  # the test ended
+            print("ended", acked, flush=True)
+            sys.exit(1)
+        *lines, pending = (pending + data).split(b"\\n")
+        acked = max([acked, *map(int, lines)])
+    return True
+
+
+for k in range(1, count + 1):
+    time.sleep(rng.uniform(0.0001, max_gap_s))
+    for attempt in range(6):
+        os.kill(target, signal.SIGINT)
+        if wait_ack(k, 2.0):
+            break
+        resent += 1  # no KeyboardInterrupt came of it (a Ctrl-C is lost if it lands in a C finalizer)
+    else:  # six Ctrl-C in 12 s and the caller never came back
         os.kill(actor_pid, signal.SIGKILL)  # unblock it
-        print("stuck", sent, flush=True)
+        print("stuck", k, flush=True)
         sys.exit(1)
-    if not sys.stdin.readline():  # the test ended
-        print("ended", sent, flush=True)
-        sys.exit(1)
-print("done", count, flush=True)
+print("done", count, resent, flush=True)
 """
 
 
-def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport):
-    """Hundreds of Ctrl-C from another process at random moments of tiny calls: every call completes or
-    raises KeyboardInterrupt, and the connection keeps working. (An interrupt landing between taking bytes
-    off the socket and recording them would desynchronise the stream and hang the next call.)"""
+# a Ctrl-C landing in one of pyzmq's finalizers is reported as unraisable (and lost: the sender sends another)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("floats", [0, 100_000], ids=["tiny", "800KiB"])
+def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport, floats):
+    """Hundreds of Ctrl-C from another process at random moments of calls: every call completes or raises
+    KeyboardInterrupt, and the connection keeps working. (On the stream, an interrupt landing between taking
+    bytes off the socket and recording them would desynchronise it; on zmq, one cutting a multipart message
+    after its first frame would merge it with the next: either hung or broke later calls.)"""
     import subprocess
 
+    np = pytest.importorskip("numpy")
+    payload = np.ones(floats) if floats else None
     if threading.get_ident() != threading.main_thread().ident:
         pytest.skip("needs to run in the main thread (signals)")
     actor = Echo()
     _check_transport(actor, transport)
-    count = 400
-    sender = subprocess.Popen([sys.executable, "-c", _STORM, str(os.getpid()), str(actor._xparl_actor.pid), str(count)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    count = 300
+    max_gap_s = 0.01 if floats else 0.002  # (a call of 800 KiB each way takes ~2 ms here: some must complete)
+    sender = subprocess.Popen(
+        [sys.executable, "-c", _STORM, str(os.getpid()), str(actor._xparl_actor.pid), str(count), str(max_gap_s)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
     interrupted, completed, wrong, need_ack, died, finished = 0, 0, [], False, None, False
     try:
         while interrupted < count:  # (not Popen.poll: an interrupt inside it can leave its lock held)
@@ -469,11 +567,11 @@ def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport):
                 while True:
                     if need_ack:  # acknowledged from inside the try: the next Ctrl-C lands in it
                         need_ack = False
-                        sender.stdin.write("ack\n")
+                        sender.stdin.write(f"{interrupted}\n")
                         sender.stdin.flush()
-                    value = actor.echo(completed)
-                    if value != completed:
-                        wrong.append((completed, value))
+                    value = actor.echo((completed, payload))
+                    if value[0] != completed or (floats and value[1].shape != (floats,)):
+                        wrong.append((completed, value[0]))
                     completed += 1
             except KeyboardInterrupt:
                 interrupted += 1
@@ -482,13 +580,20 @@ def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport):
                 died = exc
                 break
         if need_ack:
-            sender.stdin.write("ack\n")
+            sender.stdin.write(f"{interrupted}\n")
             sender.stdin.flush()
         finished = True
     finally:
         if not finished:  # an unexpected error: stop the Ctrl-C before reporting it
             sender.kill()
-        out = sender.communicate(timeout=30)[0]
-    assert died is None and out.strip() == f"done {count}", f"after {interrupted} interrupts: {out!r} {died}"
-    assert interrupted == count and not wrong and completed > 0
-    assert [actor.echo(i) for i in range(50)] == list(range(50))
+        out = sender.communicate(timeout=30)[0].split()
+    assert died is None and out[:2] == ["done", str(count)], f"after {interrupted} interrupts: {out} {died}"
+    resent = int(out[2])
+    assert interrupted == count and not wrong and completed > 0 and resent <= count // 20, (completed, resent)
+    # afterwards, undisturbed calls must all come back (a broken connection would hang: the watchdog ends it)
+    watchdog = threading.Timer(20, os.kill, (actor._xparl_actor.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        assert [actor.echo((i, payload))[0] for i in range(50)] == list(range(50))
+    finally:
+        watchdog.cancel()

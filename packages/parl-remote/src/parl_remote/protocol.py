@@ -230,25 +230,86 @@ def send(
 
 
 def send_frames(sock: zmq.Socket, frames: list, identity: bytes | None = None, flags: int = 0) -> None:
-    """Sends encoded frames (small ones copied, out-of-band buffers zero-copy)."""
-    if identity is not None:
-        sock.send(identity, flags | zmq.SNDMORE)
-    if len(frames) == 1:
-        sock.send(frames[0], flags)
+    """Sends encoded frames (small ones copied, out-of-band buffers zero-copy).
+
+    A multipart message goes out whole: when an exception (``KeyboardInterrupt``: a Ctrl-C) cuts it after a
+    frame may have been queued, the remaining frames are sent before the exception propagates. A
+    half-sent message would otherwise swallow the next one (the peer would drop both, and the caller
+    would wait for a reply that never comes). A frame whose fate the interruption hides is sent again:
+    the peer then rejects that one message (its signature covers every frame) and the stream goes on.
+
+    Raises:
+        zmq.Again: with ``zmq.NOBLOCK``, when the message cannot be queued now (nothing was sent).
+    """
+    parts = frames if identity is None else [identity, *frames]
+    last = len(parts) - 1
+    if last == 0:
+        sock.send(parts[0], flags)
         return
-    sock.send(frames[0], flags | zmq.SNDMORE, copy=True)
-    last = len(frames) - 1
-    for i in range(1, len(frames)):
-        frame = frames[i]
-        sock.send(frame, flags | (zmq.SNDMORE if i < last else 0), copy=len(frame) < 65536)
+    head = last - len(frames) + 1  # parts[head] is the signed head; the buffers after it go zero-copy when large
+    queued = 0  # frames known to be queued
+    try:
+        while queued <= last:
+            part = parts[queued]
+            sock.send(part, flags | (zmq.SNDMORE if queued < last else 0), copy=queued <= head or len(part) < 65536)
+            queued += 1
+    except zmq.Again:
+        if queued == 0:
+            raise
+        _finish_multipart(sock, parts, queued, flags)  # (zmq queues the rest of an accepted message)
+    except BaseException:
+        _finish_multipart(sock, parts, queued, flags)
+        raise
+
+
+def _finish_multipart(sock: zmq.Socket, parts: list, start: int, flags: int) -> None:
+    """Sends ``parts[start:]`` to end a multipart message (blocking; a second Ctrl-C meanwhile waits)."""
+    deferred = None
+    i, last = start, len(parts) - 1
+    while i <= last:
+        try:
+            sock.send(parts[i], (flags & ~zmq.NOBLOCK) | (zmq.SNDMORE if i < last else 0))
+            i += 1
+        except KeyboardInterrupt as exc:
+            deferred = exc
+        except zmq.ZMQError:  # the socket is closing: nothing more to protect
+            return
+    if deferred is not None:
+        raise deferred
 
 
 def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
-    """Receives a multipart message: the first frames copied (small), out-of-band buffers zero-copy."""
+    """Receives a multipart message: the first frames copied (small), out-of-band buffers zero-copy.
+
+    An exception (a Ctrl-C) after the first frame discards the rest of that message before it propagates,
+    so that the next call starts at a message boundary.
+    """
     frames = [sock.recv(flags)]
-    while sock.getsockopt(zmq.RCVMORE):
-        frames.append(sock.recv(copy=len(frames) < 2))
+    try:
+        while sock.getsockopt(zmq.RCVMORE):
+            frames.append(sock.recv(copy=len(frames) < 2))
+    except zmq.ZMQError:
+        raise
+    except BaseException:
+        _discard_rest(sock)
+        raise
     return frames
+
+
+def _discard_rest(sock: zmq.Socket) -> None:
+    """Receives and drops the remaining frames of the message being received (a second Ctrl-C waits)."""
+    deferred = None
+    while True:
+        try:
+            if not sock.getsockopt(zmq.RCVMORE):
+                break
+            sock.recv()
+        except KeyboardInterrupt as exc:
+            deferred = exc
+        except zmq.ZMQError:
+            return
+    if deferred is not None:
+        raise deferred
 
 
 def stream_prefix(frames: list) -> bytes:
