@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from bench_vs_sb3 import ratio_of_means_ci  # noqa: E402 (a sibling script)
+from bench_vs_sb3 import mean_diff_ci, ratio_of_means_ci  # noqa: E402 (a sibling script)
 
 # our examples' flags for the settings sb3_runner.py gives SB3 in its MuJoCo mode
 OURS_FLAGS = {
@@ -146,16 +146,6 @@ def print_tables(rows: list[dict]) -> None:
         print(f"| {algo} | {', '.join(map(str, seeds))} | {better} of {len(seeds)} | "
               f"{ratio:.2f} [{low:.2f}, {high:.2f}] | {diff:+,.0f} [{dlow:+,.0f}, {dhigh:+,.0f}] |")
 
-
-def mean_diff_ci(a: list[float], b: list[float], rounds: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of the paired differences ``a[i] - b[i]`` and its 95 % bootstrap interval (pairs resampled)."""
-    import numpy as np
-
-    d = np.asarray(a, float) - np.asarray(b, float)
-    if len(d) == 0:
-        return (float("nan"),) * 3
-    means = d[np.random.default_rng(seed).integers(0, len(d), size=(rounds, len(d)))].mean(axis=1)
-    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def main() -> None:

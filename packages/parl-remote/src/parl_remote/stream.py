@@ -353,7 +353,11 @@ class StreamConnection:
 
     def set_read_slice(self, seconds: float) -> None:
         """Makes a blocking read return after at most ``seconds`` without data (``SO_RCVTIMEO``), so that a
-        Ctrl-C deferred by ``guard_sigint`` while the read waits is delivered within ``seconds``."""
+        Ctrl-C deferred by ``guard_sigint`` while the read waits is delivered within ``seconds``.
+
+        Raises:
+            OSError: the socket is closed.
+        """
         whole = int(seconds)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
                              struct.pack("ll", whole, int((seconds - whole) * 1_000_000)))
