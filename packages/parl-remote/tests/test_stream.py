@@ -201,6 +201,85 @@ def test_sigint_guard_defers_a_ctrl_c_only_inside_the_code_that_moves_bytes():
         signal.signal(signal.SIGINT, previous)
 
 
+def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkeypatch):
+    """A Ctrl-C landing in a function that the byte-moving code calls (here the prefix parser, right after
+    a read filled the whole receive buffer) waits like one landing in that code itself. (It used to
+    interrupt the parse: the next read was offered no space, read 0 bytes, and took them for the end of
+    the stream, and a live actor was reported dead.)"""
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert stream.guard_sigint()
+        guard = signal.getsignal(signal.SIGINT)
+        left, right = _pair()
+        real_sock, real_parse = right.sock, protocol.parse_stream_prefix
+        interrupts = []
+
+        def parse_then_ctrl_c(*args):
+            if not interrupts:  # the first parse: the handler runs with this frame on top, as a real Ctrl-C
+                interrupts.append(1)
+                guard(signal.SIGINT, sys._getframe(0))
+            return real_parse(*args)
+
+        class FillingSock:  # the kernel had the whole buffer's worth ready: every read fills the space offered
+            def recv_into(self, buf, nbytes=0, flags=0):
+                view, got = memoryview(buf), 0
+                while got < len(view):
+                    got += real_sock.recv_into(view[got:], 0, 0)
+                return got
+
+        monkeypatch.setattr(protocol, "parse_stream_prefix", parse_then_ctrl_c)
+        right.sock = FillingSock()
+        signer = protocol.Signer(TOKEN)
+        bodies = [b"a" * (800 << 10), b"b" * (300 << 10)]
+        sender = threading.Thread(
+            target=lambda: [left.send(protocol.encode(signer, MsgType.REPLY, i, serialization.dumps(body)))
+                            for i, body in enumerate(bodies)] and None
+        )
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):  # delivered when the read has been recorded and parsed
+            right.recv()
+        assert interrupts == [1]
+        right.sock = real_sock
+        got = [stream.decode(right, signer, right.recv(timeout_s=10)).body() for _ in bodies]
+        assert got == bodies and not right.eof
+        sender.join(10)
+        left.close()
+        right.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_send_blocked_on_a_peer_that_stopped_reading_stays_interruptible():
+    """Ctrl-C ends a send waiting for a full socket to drain; the unsent bytes stay queued, and the message
+    arrives whole once the peer reads again."""
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert stream.guard_sigint()
+        left, right = _pair()
+        signer = protocol.Signer(TOKEN)
+        body = b"c" * (8 << 20)  # far more than the socket buffers hold
+        ctrl_c = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        ctrl_c.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            left.send(protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(body)))
+        assert time.monotonic() - started < 5 and left.sending  # interrupted while blocked, the rest queued
+        reader = threading.Thread(target=lambda: got.append(right.recv(timeout_s=30)))
+        got = []
+        reader.start()
+        left.flush(block=True)
+        reader.join(30)
+        assert stream.decode(right, signer, got[0]).body() == body
+        left.close()
+        right.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _FakeZmq:
     """A zmq socket stand-in: records sent frames; raises KeyboardInterrupt at a chosen send / recv."""
 

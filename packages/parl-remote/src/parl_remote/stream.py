@@ -18,9 +18,9 @@ peer process is gone: the kernel reports it at once, with no heartbeat.
 Ctrl-C: Python raises ``KeyboardInterrupt`` at the next bytecode boundary, which can fall between
 taking bytes off the socket (or handing them to it) and recording that, and the stream would lose its
 framing. So the client installs ``guard_sigint`` in its main thread: a SIGINT handler, wrapping the one
-it finds, that defers a Ctrl-C landing inside the few lines that move bytes and record them
-(``_CRITICAL``) until the stream operation returns, and passes every other Ctrl-C on at once. A
-blocking read waits inside those lines (one ``recv_into``: a ``poll`` first would cost ~10 us a call), so
+it finds, that defers a Ctrl-C landing inside the few lines that move bytes and record them, or in
+the helpers they call (``_CRITICAL``), until the stream operation returns, and passes every other Ctrl-C
+on at once. A blocking read waits inside those lines (one ``recv_into``: a ``poll`` first would cost ~10 us a call), so
 the client gives its connections a read slice (``SO_RCVTIMEO``, ``set_read_slice``): a Ctrl-C during a
 long call is delivered when the slice ends, within 0.1 s.
 
@@ -69,13 +69,28 @@ def _guard(previous: Any) -> Any:
     ``previous`` at once."""
 
     def on_sigint(signum: int, frame: Any) -> None:
-        if frame is not None and frame.f_code in _CRITICAL:
+        if _in_critical(frame):
             _Sigint.pending = on_sigint
             return
         previous(signum, frame)
 
     on_sigint.xparl_previous = previous  # type: ignore[attr-defined]
     return on_sigint
+
+
+def _in_critical(frame: Any) -> bool:
+    """True when ``frame`` or a caller of it runs ``_CRITICAL`` code: the helpers that code calls (the prefix
+    parser, the error paths) count as it. A wait for the socket to be writable (``_INTERRUPTIBLE``) ends
+    the search: nothing is half recorded there, and a send to a peer that stopped reading must stay
+    interruptible."""
+    while frame is not None:
+        code = frame.f_code
+        if code in _CRITICAL:
+            return True
+        if code in _INTERRUPTIBLE:
+            return False
+        frame = frame.f_back
+    return False
 
 
 def _fire_pending() -> None:
@@ -480,11 +495,13 @@ class StreamConnection:
         return f"<StreamConnection fd={self.fd}{' closed' if self.closed else ''}>"
 
 
-# the code that moves bytes and records it: a Ctrl-C landing here is deferred (guard_sigint)
+# the code that moves bytes and records it: a Ctrl-C landing here, or in what it calls, is deferred (guard_sigint)
 _CRITICAL = frozenset(
     method.__code__
     for method in (StreamConnection._send, StreamConnection._flush, StreamConnection._read, StreamConnection._parse)
 )
+# ... except while a blocked send waits for the socket to be writable (the outbox keeps the unsent bytes)
+_INTERRUPTIBLE = frozenset({StreamConnection._wait_writable.__code__})
 
 
 def decode(conn: StreamConnection, signer: protocol.Signer, frames: list, channel: Any = None) -> protocol.Message:
