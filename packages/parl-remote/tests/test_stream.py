@@ -350,10 +350,27 @@ def test_a_ctrl_c_inside_a_zmq_multipart_receive_drops_only_that_message(after):
 
 
 # ------------------------------------------------------------------------------------ with a cluster
+def _vanishing_shm() -> None:
+    """From now on, this process's large buffers go to one-off /dev/shm files that are removed before the
+    peer can open them (as a /dev/shm clean-up would)."""
+    real_write = shm._write_file
+
+    def write_then_remove(view):
+        entry = real_write(view)
+        (shm.SHM_DIR / entry[1:41].rstrip(b"\0").decode()).unlink()
+        return entry
+
+    shm.Channel._alloc = lambda self, nbytes: None
+    shm._write_file = write_then_remove
+
+
 @xparl.remote_class
 class Echo:
     def echo(self, value):
         return value
+
+    def vanish_shm(self):
+        _vanishing_shm()
 
     def say(self, text):
         print(text)
@@ -676,3 +693,32 @@ def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport, f
         assert [actor.echo((i, payload))[0] for i in range(50)] == list(range(50))
     finally:
         watchdog.cancel()
+
+
+def test_a_call_whose_shared_memory_vanished_fails_alone(transport, monkeypatch):
+    """Large arguments or results removed from /dev/shm before the peer read them: that call raises
+    TransferError (the message says whether the method ran), and the actor serves the next calls."""
+    np = pytest.importorskip("numpy")
+    if not shm.available():
+        pytest.skip("no /dev/shm")
+    actor = Echo()
+    _check_transport(actor, transport)
+    big = np.arange(2**18, dtype=np.float64)  # 2 MiB: the shared-memory path
+    np.testing.assert_array_equal(actor.echo(big), big)
+    with monkeypatch.context() as patch:  # the arguments vanish
+        patch.setattr(shm.Channel, "_alloc", shm.Channel._alloc)
+        patch.setattr(shm, "_write_file", shm._write_file)
+        _vanishing_shm()
+        with pytest.raises(xparl.TransferError, match="so it did not run"):
+            actor.echo(big)
+        assert actor.echo("small") == "small"
+    np.testing.assert_array_equal(actor.echo(big), big)
+    actor.vanish_shm()  # the results vanish
+    with pytest.raises(xparl.TransferError, match="the method did run"):
+        actor.echo(big)
+    assert actor.echo([1, 2]) == [1, 2]
+    future = FutureEcho()
+    future.vanish_shm().get()
+    with pytest.raises(xparl.TransferError):  # the same through a future
+        future.echo(big).get(timeout=30)
+    assert future.echo("after").get(timeout=30) == "after"

@@ -34,6 +34,7 @@ from parl_remote.errors import (  # noqa: E402
     RemoteUserError,
     ResourceError,
     SerializationError,
+    TransferError,
     UnknownActorError,
     VersionMismatchError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "RemoteUserError",
     "ResourceError",
     "SerializationError",
+    "TransferError",
     "UnknownActorError",
     "VersionMismatchError",
     "__version__",

@@ -35,7 +35,14 @@ import zmq
 import zmq.utils.monitor
 
 from parl_remote import config, protocol, serialization, shm, stream
-from parl_remote.errors import ActorDiedError, RemoteError, SerializationError, make_remote_exception
+from parl_remote.errors import (
+    ActorDiedError,
+    RemoteError,
+    SerializationError,
+    TransferError,
+    error_body,
+    make_remote_exception,
+)
 from parl_remote.future import RemoteFuture
 from parl_remote.protocol import Message, MsgType
 
@@ -227,6 +234,16 @@ class ActorConnection:
         except (protocol.Rejected, protocol.Notice) as exc:
             logger.warning("dropped a message from %s: %s", self.where, exc)
             return None
+        except protocol.Unreadable as exc:  # a reply whose result is gone from /dev/shm: fail that call
+            logger.warning("a %s from %s could not be read: %s", exc.type.name, self.where, exc)
+            if not exc.req_id or exc.type not in (MsgType.REPLY, MsgType.ERROR):
+                return None
+            error = TransferError(
+                f"the result of this call on {self.where} could not be read from shared memory (the method did "
+                f"run): {exc}. Files in /dev/shm were removed or memory ran out (systemd-logind removes a "
+                "user's /dev/shm files when the user's last session ends, unless RemoveIPC=no in logind.conf)"
+            )
+            return Message(MsgType.ERROR, exc.req_id, serialization.dumps(error_body(error, "")), None, self.stream)
         if msg.type is MsgType.LOG:
             self.print_output(msg.body())
             return None

@@ -10,12 +10,15 @@
   ``VersionMismatchError``: client and cluster speak different protocol / Python versions.
 - ``UnknownActorError``: also a ``KeyError``, for an actor id the master does not know.
 - ``FutureObjectEmpty``: PARL's name for "the future has no result yet"; also a ``TimeoutError``.
+- ``TransferError``: a call's arguments or result could not be read from shared memory; the call failed,
+  the actor lives on.
 """
 
 from __future__ import annotations
 
 import builtins
 import logging
+import pickle
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,12 @@ class UnknownActorError(RemoteError, KeyError):
 
 class FutureObjectEmpty(RemoteError, TimeoutError):
     """``future.get(block=False)`` or ``get(timeout=...)`` found no result yet (PARL's name)."""
+
+
+class TransferError(RemoteError):
+    """A same-host message's large buffers could not be read from ``/dev/shm`` (a file was removed meanwhile,
+    e.g. by systemd-logind's ``RemoveIPC`` at logout, or memory ran out): that one call failed, before its
+    method ran when the arguments were lost; the actor and later calls are unaffected."""
 
 
 class RemoteUserError(RemoteError):
@@ -145,6 +154,33 @@ def make_remote_exception(
     fallback.remote_type = type_name
     fallback.remote_traceback = traceback_text  # type: ignore[attr-defined]
     return fallback
+
+
+def error_body(exc: BaseException, tb_text: str) -> dict:
+    """The body of an ERROR reply carrying ``exc`` (rebuilt on the caller by ``make_remote_exception``).
+
+    Args:
+        exc: the exception; sent pickled (cloudpickle when plain pickle cannot round-trip it), else by
+            type name and message only.
+        tb_text: its formatted traceback ("" when it has none worth showing).
+    """
+    try:
+        blob = pickle.dumps(exc, protocol=5)
+        pickle.loads(blob)  # exceptions whose __init__ signature breaks unpickling are sent by value-less form
+    except Exception:
+        try:
+            import cloudpickle
+
+            blob = cloudpickle.dumps(exc, protocol=5)
+        except Exception:
+            blob = None
+    etype = type(exc)
+    return {
+        "type": f"{etype.__module__}.{etype.__qualname__}",
+        "message": str(exc),
+        "traceback": tb_text,
+        "exception": blob,
+    }
 
 
 def _builtin_type(type_name: str) -> type | None:

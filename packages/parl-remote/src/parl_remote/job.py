@@ -29,7 +29,6 @@ import ctypes
 import importlib
 import logging
 import os
-import pickle
 import secrets
 import select
 import signal
@@ -43,6 +42,7 @@ import cloudpickle
 import zmq
 
 from parl_remote import config, files, protocol, serialization, shm, stream
+from parl_remote.errors import TransferError, error_body
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -104,24 +104,6 @@ def _set_parent_death_signal() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
     except (OSError, AttributeError):
         logger.debug("prctl(PR_SET_PDEATHSIG) unavailable")
-
-
-def _error_body(exc: BaseException, tb_text: str) -> dict:
-    try:
-        blob = pickle.dumps(exc, protocol=5)
-        pickle.loads(blob)  # exceptions whose __init__ signature breaks unpickling are sent by value-less form
-    except Exception:
-        try:
-            blob = cloudpickle.dumps(exc, protocol=5)
-        except Exception:
-            blob = None
-    etype = type(exc)
-    return {
-        "type": f"{etype.__module__}.{etype.__qualname__}",
-        "message": str(exc),
-        "traceback": tb_text,
-        "exception": blob,
-    }
 
 
 class Job:
@@ -264,6 +246,9 @@ class Job:
                 break
             except protocol.Notice:
                 continue
+            except protocol.Unreadable as exc:
+                self._answer_unreadable(exc, None)
+                continue
             if msg is None:
                 continue
             if self.client is not None and msg.identity != self.client:
@@ -314,6 +299,10 @@ class Job:
             try:
                 msg = stream.decode(conn, self.signer, frames, self.shm_channel)
             except protocol.Notice:
+                continue
+            except protocol.Unreadable as exc:
+                self.client_stream = conn
+                self._answer_unreadable(exc, conn)
                 continue
             except protocol.Rejected as exc:
                 logger.warning("job %s: dropped a message from a unix stream peer and closed it: %s", self.job_id, exc)
@@ -431,7 +420,7 @@ class Job:
             payload = serialization.dumps(body)
         except Exception as exc:  # an unpicklable return value
             msg_type = MsgType.ERROR
-            payload = serialization.dumps(_error_body(exc, traceback.format_exc()))
+            payload = serialization.dumps(error_body(exc, traceback.format_exc()))
         if self.batch_out is not None:
             if len(payload) == 1:
                 self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
@@ -439,9 +428,22 @@ class Job:
             self._flush_batch(msg)  # keep the replies in order
         self._send(msg_type, msg.req_id, payload, msg.identity, msg.stream)
 
+    def _answer_unreadable(self, exc: protocol.Unreadable, conn: stream.StreamConnection | None) -> None:
+        """Answers a request whose arguments could not be read from shared memory with a ``TransferError``
+        (its method does not run; the connection stays up)."""
+        logger.warning("job %s: a %s request could not be read: %s", self.job_id, exc.type.name, exc)
+        if not exc.req_id:
+            return  # a notification: nobody waits for an answer
+        error = TransferError(
+            f"actor {self.actor_id}: the arguments of this call could not be read from shared memory, so it did "
+            f"not run: {exc}. Files in /dev/shm were removed or memory ran out (systemd-logind removes a "
+            "user's /dev/shm files when the user's last session ends, unless RemoveIPC=no in logind.conf)"
+        )
+        self._reply(Message(exc.type, exc.req_id, [b""], exc.identity, conn), error_body(error, ""), MsgType.ERROR)
+
     def _reply_error(self, msg: Message, exc: BaseException) -> None:
         tb_text = traceback.format_exc()
-        body = _error_body(exc, tb_text)
+        body = error_body(exc, tb_text)
         self._reply(msg, body, MsgType.ERROR)
         if self.actor_id is not None:
             report = {k: body[k] for k in ("type", "message", "traceback")}

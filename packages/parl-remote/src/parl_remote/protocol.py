@@ -382,6 +382,23 @@ class Notice(Exception):
         self.text = text
 
 
+class Unreadable(Exception):
+    """Raised by ``decode`` for an authentic (correctly signed) message whose shared-memory buffers cannot
+    be read: unlike a ``Rejected`` one, its request can be answered with an error, and the connection's
+    framing is intact.
+
+    Attributes:
+        type: the message's type. req_id: its request id (0: a notification, nothing to answer).
+        identity: the sender's routing identity (ROUTER sockets), else None.
+    """
+
+    def __init__(self, reason: str, msg_type: MsgType, req_id: int, identity: bytes | None) -> None:
+        super().__init__(reason)
+        self.type = msg_type
+        self.req_id = req_id
+        self.identity = identity
+
+
 class Rejected(Exception):
     """Raised by ``decode`` for a message that must be dropped; ``notice`` is what to tell the peer."""
 
@@ -408,6 +425,7 @@ def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channe
     Raises:
         Rejected: a malformed, wrongly signed or other-version message (drop it).
         Notice: an unsigned AUTH_FAILED / VERSION_MISMATCH notice from the peer.
+        Unreadable: a correctly signed message whose shared-memory buffers are gone (answer it).
     """
     identity = None
     if has_identity:
@@ -444,7 +462,7 @@ def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channe
         try:
             buffers = shm.restore(buffers[0], buffers[1:], channel)
         except (OSError, ValueError, StopIteration) as exc:
-            raise Rejected(f"shared-memory buffers unavailable: {exc}", None) from None
+            raise Unreadable(f"its shared-memory buffers are unavailable ({exc})", msg_type, req_id, identity) from None
     return Message(msg_type, req_id, [body, *buffers], identity)
 
 

@@ -20,14 +20,22 @@ read-only zero-copy views of its regions. A region is reused only after the rece
 uses it: when the receiver's view is garbage-collected (a ``weakref.finalize`` on the view's owner),
 a *release* entry rides along in the manifest of the receiver's next message on that connection.
 Arenas are bounded per side by ``SHM_ARENA_MAX_BYTES`` (beyond it the one-off files above are used) and
-unlinked when the connection closes; arrays still alive keep their pages until they are freed.
+unlinked when the connection closes; arrays still alive keep their pages until they are freed. An arena
+whose file someone else removed (a ``/dev/shm`` clean-up) is retired: a receiver that has not mapped it
+yet never could.
+
+A full ``/dev/shm`` (Docker gives containers 64 MiB unless run with ``--shm-size``) costs speed, never a
+call: a buffer that fits neither an arena nor a one-off file travels inline in the message, like
+between hosts, and the process logs one warning saying how to make room.
 """
 
 from __future__ import annotations
 
 import collections
 import ctypes
+import errno
 import functools
+import logging
 import mmap
 import os
 import pathlib
@@ -50,6 +58,14 @@ _PAGE = mmap.PAGESIZE
 _ARENA_MIN_BYTES = 16 << 20
 _MAX_PEER_ARENAS = 64
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+logger = logging.getLogger(__name__)
+
+
+class _Full:
+    """Whether this process has warned that ``/dev/shm`` is full (once per process)."""
+
+    warned = False
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,25 +105,51 @@ def export(buffers: list) -> tuple[bytes, list] | None:
     frames = []
     for buf in buffers:
         view = memoryview(buf).cast("B")
-        if view.nbytes < threshold:
+        entry = _write_file(view) if view.nbytes >= threshold else None
+        if entry is None:
             entries.append(_ENTRY.pack(KIND_FRAME, b"", view.nbytes))
             frames.append(buf)
-            continue
-        entries.append(_write_file(view))
+        else:
+            entries.append(entry)
     return b"".join(entries), frames
 
 
-def _write_file(view: memoryview) -> bytes:
-    """Writes a buffer into a fresh one-off shm file; returns its manifest entry."""
-    name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
-    fd = os.open(SHM_DIR / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+def _write_file(view: memoryview) -> bytes | None:
+    """Writes a buffer into a fresh one-off shm file; returns its manifest entry, or None when ``/dev/shm``
+    has no room for it (the caller sends the buffer inline; nothing is left behind)."""
+    nbytes = view.nbytes
+    try:
+        room = os.statvfs(SHM_DIR)
+        if room.f_bavail * room.f_frsize < nbytes:  # (checked first: writing until ENOSPC wastes a copy)
+            raise OSError(errno.ENOSPC, f"{room.f_bavail * room.f_frsize} bytes free")
+        name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+        path = SHM_DIR / name
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        _warn_full(nbytes, exc)
+        return None
     try:
         written = 0
-        while written < view.nbytes:
+        while written < nbytes:
             written += os.write(fd, view[written:])
-    finally:
+    except OSError as exc:  # ENOSPC: another process took the room meanwhile
         os.close(fd)
-    return _ENTRY.pack(KIND_SHM, name.encode(), view.nbytes)
+        os.unlink(path)
+        _warn_full(nbytes, exc)
+        return None
+    os.close(fd)
+    return _ENTRY.pack(KIND_SHM, name.encode(), nbytes)
+
+
+def _warn_full(nbytes: int, exc: OSError) -> None:
+    if _Full.warned:
+        return
+    _Full.warned = True
+    logger.warning(
+        "no room in %s for a %d-byte buffer (%s): large buffers travel inline, more slowly. Make room in %s "
+        "(in Docker: run with --shm-size=2g or more), or set XPARL_SHM_MIN_BYTES above your largest "
+        "array to stop trying (this warning is shown once)", SHM_DIR, nbytes, exc.strerror or exc, SHM_DIR,
+    )
 
 
 def _checked_name(raw_name: bytes) -> str:
@@ -175,7 +217,10 @@ def _round_up(nbytes: int) -> int:
 
 
 class _Arena:
-    """One arena file of this side, mapped read-write and pre-faulted; regions are handed out first-fit."""
+    """One arena file of this side, mapped read-write and pre-faulted; regions are handed out first-fit.
+
+    Its descriptor stays open so that ``removed`` can see the file unlinked by someone else.
+    """
 
     def __init__(self, capacity: int) -> None:
         self.name = f"{_PREFIX}{os.getpid()}-a{secrets.token_hex(8)}"
@@ -186,10 +231,10 @@ class _Arena:
             os.posix_fallocate(fd, 0, capacity)  # allocate the pages now, not on every send
             self.map = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED | _POPULATE)
         except BaseException:
+            os.close(fd)
             os.unlink(self.path)
             raise
-        finally:
-            os.close(fd)
+        self.fd = fd
         self.capacity = capacity
         self.used: dict[int, int] = {}  # offset -> reserved bytes
 
@@ -206,11 +251,17 @@ class _Arena:
         self.used[start] = need
         return start
 
+    def removed(self) -> bool:
+        """True when the file was unlinked by someone else (a /dev/shm clean-up): a receiver that has not
+        mapped it yet never can."""
+        return os.fstat(self.fd).st_nlink == 0
+
     def close(self) -> None:
         try:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        os.close(self.fd)
         self.map.close()
 
 
@@ -252,7 +303,12 @@ class Channel:
                 continue
             place = None if self.closed else self._alloc(nbytes)
             if place is None:
-                entries.append(_write_file(view))
+                entry = _write_file(view)
+                if entry is None:
+                    entries.append(_ENTRY.pack(KIND_FRAME, b"", nbytes))
+                    frames.append(buf)
+                else:
+                    entries.append(entry)
                 continue
             arena, offset = place
             arena.map[offset : offset + nbytes] = view
@@ -261,6 +317,9 @@ class Channel:
 
     def _alloc(self, nbytes: int) -> tuple[_Arena, int] | None:
         for arena in self.arenas:
+            if arena.removed():  # a region there might never be readable: use fresh arenas from now on
+                self._retire(arena)
+                return self._alloc(nbytes)
             offset = arena.alloc(nbytes)
             if offset is not None:
                 return arena, offset
@@ -276,6 +335,14 @@ class Channel:
             return None
         self.arenas.append(arena)
         return arena, arena.alloc(nbytes)
+
+    def _retire(self, arena: _Arena) -> None:
+        logger.warning("shared-memory arena %s was removed by another process; using a new one", arena.name)
+        self.arenas.remove(arena)
+        try:
+            arena.close()
+        except (OSError, BufferError):
+            pass
 
     def free(self, name: str, offset: int) -> None:
         """The peer released a region of one of this side's arenas."""
