@@ -86,6 +86,7 @@ def test_200_actors_created_and_deleted_leak_nothing(cluster, connected, status_
 
 CLIENT = """
 import sys
+import time
 import parl_remote as xparl
 
 @xparl.remote_class
@@ -221,3 +222,52 @@ def test_exit_without_disconnect_is_clean(cluster):
     result = run_python(code)
     assert result.returncode == 0 and result.stdout.strip() == "1 2", result.stderr
     assert "Exception" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+CTRL_C_IN_A_TERMINAL = """
+import os, sys, time
+import parl_remote as xparl
+
+@xparl.remote_class
+class Sleeper:
+    def sleep(self, seconds, started_file=None):
+        if started_file:
+            open(started_file, "w").close()
+        time.sleep(seconds)
+        return os.getpid()
+
+xparl.connect(cpu_num=2)
+actor = Sleeper()
+first = actor.sleep(0)
+started = time.monotonic()
+try:
+    actor.sleep(3, sys.argv[1])  # the test presses Ctrl-C once this call has started
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", "quickly" if time.monotonic() - started < 2.5 else "late", flush=True)
+print("same actor", actor.sleep(0) == first, flush=True)
+print("new actor", Sleeper().sleep(0) != first, flush=True)
+"""
+
+
+def test_ctrl_c_in_a_terminal_interrupts_the_call_not_the_embedded_cluster(tmp_path):
+    """A terminal's Ctrl-C (and a notebook's interrupt) signals the whole foreground process group: it must
+    abandon the client's current call only. (The embedded cluster's master, worker and actors used to share
+    that group: the actor died and the master exited, so no actor could be created afterwards.)"""
+    script = tmp_path / "terminal.py"
+    script.write_text(CTRL_C_IN_A_TERMINAL)
+    started_file = tmp_path / "started"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(started_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,  # the group leader, like a shell's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        wait_until(lambda: started_file.exists() or proc.poll() is not None, timeout_s=60, message="the call")
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out.splitlines() == ["interrupted quickly", "same actor True", "new actor True"], out + err

@@ -1,8 +1,9 @@
 """Starting and stopping the processes of a cluster on this machine (embedded clusters and ``xparl``).
 
 ``LocalCluster`` starts a master and a worker as child processes (``python -m parl_remote.master`` /
-``parl_remote.worker``). Embedded clusters (``connect()`` without an address) watch their parent and
-end with it. ``xparl start`` starts them detached (own session) and records their pids in the
+``parl_remote.worker``), each in a session of its own, so that a Ctrl-C meant for the client never
+reaches them. Embedded clusters (``connect()`` without an address) watch their parent and end with it.
+``xparl start`` starts them detached and records their pids in the
 cluster's state folder (``<state dir>/clusters/<port>/``): ``master.pid``, ``worker.pid``, ``token``
 (mode 0600) and ``info.json``; ``xparl stop`` signals exactly those pids.
 """
@@ -96,11 +97,13 @@ class LocalCluster:
             cmd += ["--monitor-port", str(self.monitor_port)]
         if self.parent_pid:
             cmd += ["--parent-pid", str(self.parent_pid)]
-        detached = self.parent_pid is None
+        # Always a session of their own, embedded clusters too: a Ctrl-C in the terminal (or a notebook's
+        # interrupt, which signals the kernel's process group) is meant for the client's current call, not
+        # for the master, worker and actors (an embedded cluster still ends with its process: --parent-pid).
         with open(master_log, "ab") as log:
             self.master = subprocess.Popen(
                 cmd, env=self._env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                start_new_session=detached,
+                start_new_session=True,
             )  # fmt: skip
         line = self._read_port_line(timeout_s)
         if not line:
@@ -122,7 +125,7 @@ class LocalCluster:
             wcmd += ["--parent-pid", str(self.parent_pid)]
         with open(self.log_dir / f"worker-{tag}.log", "ab") as log:
             self.worker = subprocess.Popen(
-                wcmd, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=detached
+                wcmd, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
 
     def _advertised_host(self) -> str:
