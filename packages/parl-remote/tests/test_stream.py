@@ -372,6 +372,15 @@ class Echo:
     def vanish_shm(self):
         _vanishing_shm()
 
+    def print_and_wait_for(self, path, timeout_s=20.0):
+        print("waiting for", path, flush=True)
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(path):
+            if time.monotonic() > deadline:
+                return "never saw it"
+            time.sleep(0.01)
+        return "saw it"
+
     def say(self, text):
         print(text)
         sys.stderr.write("err " + text + "\n")
@@ -551,6 +560,27 @@ def test_output_is_forwarded(transport, capsys, tmp_path):
         return "from a thread" in capsys.readouterr().out
 
     wait_until(seen, message="the background output to be forwarded")
+
+
+def test_output_of_a_running_method_arrives_while_it_runs(transport, tmp_path, capsys):
+    """What a long method prints (training progress, say) reaches the caller while the method runs, not
+    with its reply: here the method waits for a file that the caller creates only when the printed line
+    has arrived. Blocking calls and futures alike."""
+    for n, actor in enumerate((Echo(), FutureEcho())):
+        _check_transport(actor, transport)
+        connection = actor._xparl_actor
+        path = tmp_path / f"seen-{n}"
+        real_print = connection.print_output
+
+        def print_and_acknowledge(items, path=path, real_print=real_print):
+            real_print(items)
+            if any("waiting for" in text for _, text in items):
+                path.touch()
+
+        connection.print_output = print_and_acknowledge
+        result = actor.print_and_wait_for(str(path))
+        assert (result if n == 0 else result.get(timeout=30)) == "saw it"
+        assert f"[{connection.class_name} pid={connection.pid}] waiting for {path}" in capsys.readouterr().out
 
 
 def test_futures_keep_their_order(transport):

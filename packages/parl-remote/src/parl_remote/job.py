@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 # the main loop's longest wait: everything else is an event (messages, connections, the client's end,
 # background output); only the worker-gone check (a backup to PR_SET_PDEATHSIG) runs this rarely
 _IDLE_POLL_MS = 1000
+_OUTPUT_BATCH_S = 0.05  # while a method runs, its output reaches the client this often at most (one message)
 # exit codes, described by the worker (``worker.describe_exit``)
 EXIT_DELETED = 0
 EXIT_CLIENT_GONE = 3
@@ -59,8 +60,8 @@ EXIT_WORKER_GONE = 4
 class _Tee:
     """A text stream writing to the actor's log file and queueing text for the client.
 
-    Text written by another thread than the main one (which forwards its own output with each reply)
-    wakes the main loop through ``wake`` when the queue was empty.
+    Text queued when the queue was empty calls ``wake`` (``Job._wake``): while a method runs, the output
+    thread forwards it within ``_OUTPUT_BATCH_S``; otherwise the main loop does (or the next reply).
     """
 
     def __init__(self, log_file: Any, stream: str, pending: list | None, wake: Any = None) -> None:
@@ -68,7 +69,6 @@ class _Tee:
         self._stream = stream
         self._pending = pending
         self._wake = wake
-        self._main = threading.main_thread().ident
 
     def write(self, text: str) -> int:
         self._file.write(text)
@@ -76,7 +76,7 @@ class _Tee:
         if pending is not None and text:
             was_empty = not pending
             pending.append((self._stream, text))
-            if was_empty and self._wake is not None and threading.get_ident() != self._main:
+            if was_empty and self._wake is not None:
                 self._wake()
         return len(text)
 
@@ -147,6 +147,12 @@ class Job:
         self.client_stream: stream.StreamConnection | None = None  # where output is forwarded
         self.poller = select.poll()
         self.wake_r, self.wake_w = os.pipe()  # background threads' output wakes the main loop
+        # while user code runs in the main thread, the output thread forwards its output (under io_lock,
+        # and only then: the sockets belong to the main thread otherwise)
+        self.in_user_code = False
+        self.main_ident = threading.main_thread().ident
+        self.io_lock = threading.Lock()
+        self.output_ready = threading.Event()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         self.worker = self.ctx.socket(zmq.DEALER)
@@ -231,10 +237,31 @@ class Job:
         self._shutdown()
 
     def _wake(self) -> None:
+        """Output was queued: have it forwarded soon (``_Tee``)."""
+        if self.in_user_code:
+            self.output_ready.set()
+            return
+        if threading.get_ident() == self.main_ident:
+            return  # the main loop's own output: forwarded with the next reply or idle turn
         try:
             os.write(self.wake_w, b"x")
         except OSError:  # full: a wake-up is pending anyway
             pass
+
+    def _output_loop(self) -> None:
+        """The output thread: forwards what a running method prints (e.g. training progress) while it runs,
+        not only with its reply."""
+        while True:
+            self.output_ready.wait()
+            self.output_ready.clear()
+            time.sleep(_OUTPUT_BATCH_S)  # one message for a burst of prints
+            with self.io_lock:
+                if self.in_user_code:
+                    self._flush_output(background=True)
+
+    def _leave_user_code(self) -> None:
+        with self.io_lock:  # waits for a forwarding in progress: the sockets are the main thread's again
+            self.in_user_code = False
 
     def _serve_router(self) -> None:
         """Handles the messages waiting on the ROUTER socket."""
@@ -375,13 +402,14 @@ class Job:
             self.running = False
             self.exit_code = EXIT_CLIENT_GONE
 
-    def _flush_output(self) -> None:
+    def _flush_output(self, background: bool = False) -> None:
         pending = self.pending_output
         if not pending or (self.client is None and self.client_stream is None):
             return
         items = pending[:]
         del pending[: len(items)]
-        self._send(MsgType.LOG, 0, serialization.dumps(items), self.client, self.client_stream, notification=True)
+        self._send(MsgType.LOG, 0, serialization.dumps(items), self.client, self.client_stream, notification=True,
+                   background=background)  # fmt: skip
 
     def _send(
         self,
@@ -391,11 +419,13 @@ class Job:
         identity: bytes | None,
         conn: stream.StreamConnection | None,
         notification: bool = False,
+        background: bool = False,
     ) -> None:
         """Sends a message to a peer: on its stream connection, else through the ROUTER to ``identity``.
 
         A notification never blocks (it is dropped when the peer does not read) and carries no
-        shared-memory release entries (those must not be lost with it).
+        shared-memory release entries (those must not be lost with it). ``background``: sent by the output
+        thread, which leaves a closed connection to the main loop.
         """
         if conn is not None:
             use_shm = False if notification else self.shm_channel
@@ -403,7 +433,8 @@ class Job:
             try:
                 conn.send(frames, block=not notification, notification=notification)
             except stream.StreamClosed:
-                self._drop_stream(conn)
+                if not background:
+                    self._drop_stream(conn)
             return
         try:
             protocol.send(
@@ -491,7 +522,11 @@ class Job:
             cls = self._load_class(body)
             self.class_name = cls.__name__
             args, kwargs = body["args"]
-            self.obj = cls(*args, **kwargs)
+            self.in_user_code = True
+            try:
+                self.obj = cls(*args, **kwargs)
+            finally:
+                self._leave_user_code()
         except BaseException as exc:  # noqa: BLE001 - reported to the client
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -534,11 +569,17 @@ class Job:
         self.pending_output = [] if forward else None
         sys.stdout = _Tee(log_file, "stdout", self.pending_output, self._wake)
         sys.stderr = _Tee(log_file, "stderr", self.pending_output, self._wake)
+        if forward:
+            threading.Thread(target=self._output_loop, name="xparl-output", daemon=True).start()
 
     def on_call(self, msg: Message) -> None:
         try:
             name, args, kwargs = msg.body()
-            result = getattr(self.obj, name)(*args, **kwargs)
+            self.in_user_code = True
+            try:
+                result = getattr(self.obj, name)(*args, **kwargs)
+            finally:
+                self._leave_user_code()
         except BaseException as exc:  # noqa: BLE001 - the actor stays alive; the caller gets the error
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -548,7 +589,12 @@ class Job:
 
     def on_get_attr(self, msg: Message) -> None:
         try:
-            value = getattr(self.obj, msg.body())
+            name = msg.body()
+            self.in_user_code = True
+            try:
+                value = getattr(self.obj, name)
+            finally:
+                self._leave_user_code()
         except BaseException as exc:  # noqa: BLE001
             self._reply_error(msg, exc)
             return
@@ -557,7 +603,11 @@ class Job:
     def on_set_attr(self, msg: Message) -> None:
         try:
             name, value = msg.body()
-            setattr(self.obj, name, value)
+            self.in_user_code = True
+            try:
+                setattr(self.obj, name, value)
+            finally:
+                self._leave_user_code()
         except BaseException as exc:  # noqa: BLE001
             self._reply_error(msg, exc)
             return
