@@ -752,3 +752,42 @@ def test_a_call_whose_shared_memory_vanished_fails_alone(transport, monkeypatch)
     with pytest.raises(xparl.TransferError):  # the same through a future
         future.echo(big).get(timeout=30)
     assert future.echo("after").get(timeout=30) == "after"
+
+
+def test_a_ctrl_c_while_a_call_is_encoded_leaks_no_shared_memory(connected, monkeypatch):
+    """A Ctrl-C landing after encoding took an arena region (and the pending release entries) but before the
+    message was queued used to leak them: the region stayed "in use" for the connection's lifetime. Now it
+    waits until the message is queued; the call then raises KeyboardInterrupt, and every region comes back."""
+    np = pytest.importorskip("numpy")
+    if not shm.available():
+        pytest.skip("no /dev/shm")
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    monkeypatch.setenv("XPARL_UNIX_STREAM", "1")
+    actor = Echo()
+    _check_transport(actor, "stream")
+    channel = actor._xparl_actor.shm_channel
+    big = np.ones(2**18)  # 2 MiB: an arena region
+    for _ in range(3):
+        actor.echo(big)
+    guard = signal.getsignal(signal.SIGINT)
+    assert hasattr(guard, "xparl_previous")
+    real_alloc = shm.Channel._alloc
+
+    def alloc_then_ctrl_c(self, nbytes):
+        place = real_alloc(self, nbytes)
+        guard(signal.SIGINT, sys._getframe(0))  # as if Ctrl-C landed right after the region was taken
+        return place
+
+    monkeypatch.setattr(shm.Channel, "_alloc", alloc_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        actor.echo(big)
+    monkeypatch.setattr(shm.Channel, "_alloc", real_alloc)
+    for _ in range(3):  # the interrupted call's reply is skipped; its regions are released all the same
+        np.testing.assert_array_equal(actor.echo(big), big)
+    import gc
+
+    gc.collect()
+    actor.echo(0)  # carries the releases of what this side freed; the job's come with its reply
+    actor.echo(0)
+    assert sum(len(arena.used) for arena in channel.arenas) == 0, [arena.used for arena in channel.arenas]

@@ -185,9 +185,9 @@ class ActorConnection:
             if self.closed:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
-            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
             if self.stream is not None:
-                return self._request_stream(frames, rid)
+                return self._request_stream(msg_type, payload, rid)
+            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
             while True:
                 try:
                     protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
@@ -204,11 +204,11 @@ class ActorConnection:
                 if msg is not None and msg.req_id == rid:
                     return msg
 
-    def _request_stream(self, frames: list, rid: int) -> Message:
+    def _request_stream(self, msg_type: MsgType, payload: list, rid: int) -> Message:
         """``request`` on the Unix stream: send, then read in this thread until the reply arrives."""
         conn = self.stream
         try:
-            conn.send(frames)
+            self._encode_and_send(conn, msg_type, rid, payload)
             while True:
                 msg = self.decode_stream(conn.recv())
                 if msg is not None and msg.req_id == rid:
@@ -217,6 +217,17 @@ class ActorConnection:
             raise self.mark_dead(wait_s=_STREAM_DEATH_CAUSE_WAIT_S) from None
         except protocol.Rejected as exc:  # corrupt framing: the connection was closed
             raise self.mark_dead(f"its connection broke ({exc})") from None
+
+    @stream.defer_ctrl_c_in
+    def _encode_and_send(self, conn: stream.StreamConnection, msg_type: MsgType, rid: int, payload: list) -> None:
+        """Encodes a request and hands it to the stream as one step that a Ctrl-C does not split (it is
+        deferred until the message is queued, ``stream.guard_sigint``): encoding takes shared-memory arena
+        regions and the pending release entries, which a message never sent would leak."""
+        try:
+            conn.send(protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel))
+        finally:
+            if stream._Sigint.pending:
+                stream._fire_pending()
 
     def decode_stream(self, frames: list) -> Message | None:
         """Verifies a message received on the stream; prints LOG notifications; returns replies."""

@@ -496,10 +496,17 @@ class StreamConnection:
 
 
 # the code that moves bytes and records it: a Ctrl-C landing here, or in what it calls, is deferred (guard_sigint)
-_CRITICAL = frozenset(
+_CRITICAL = {
     method.__code__
     for method in (StreamConnection._send, StreamConnection._flush, StreamConnection._read, StreamConnection._parse)
-)
+}
+
+
+def defer_ctrl_c_in(function: Any) -> Any:
+    """Adds ``function`` to the code in which ``guard_sigint`` defers a Ctrl-C (it must end with
+    ``if _Sigint.pending: _fire_pending()``, or call a stream operation last); returns it (a decorator)."""
+    _CRITICAL.add(function.__code__)
+    return function
 # ... except while a blocked send waits for the socket to be writable (the outbox keeps the unsent bytes)
 _INTERRUPTIBLE = frozenset({StreamConnection._wait_writable.__code__})
 
