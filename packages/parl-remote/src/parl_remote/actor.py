@@ -100,6 +100,7 @@ class ActorConnection:
         self.stream_name: str | None = None
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
+        stream.guard_sigint()  # a Ctrl-C must not cut a message in two (main thread only; see stream.py)
 
     def _open_socket(self, endpoint: str) -> tuple[zmq.Socket, zmq.Socket]:
         sock = self.client.ctx.socket(zmq.DEALER)
@@ -187,14 +188,7 @@ class ActorConnection:
             rid = next(self.ids)
             if self.stream is not None:
                 return self._request_stream(msg_type, payload, rid)
-            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
-            while True:
-                try:
-                    protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
-                    break
-                except zmq.Again:  # not connected (yet / any more)
-                    time.sleep(0.01)
-                    self.check_liveness()
+            self._send_request_zmq(msg_type, rid, payload)
             while True:
                 try:
                     msg = self._recv()  # blocks for at most _POLL_MS (RCVTIMEO)
@@ -233,10 +227,36 @@ class ActorConnection:
         """Verifies a message received on the stream; prints LOG notifications; returns replies."""
         return self._accept(lambda: stream.decode(self.stream, self.signer, frames, self.shm_channel))
 
+    @stream.defer_ctrl_c_in
+    def _send_request_zmq(self, msg_type: MsgType, rid: int, payload: list) -> None:
+        """Encodes and queues a request on the zmq socket as one step that a Ctrl-C does not split (see
+        ``_encode_and_send``; besides, a ``KeyboardInterrupt`` inside pyzmq's zero-copy machinery breaks its
+        garbage-collector thread, which then leaks a thread and sockets on every later large send)."""
+        try:
+            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
+            while True:
+                try:
+                    protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
+                    return
+                except zmq.Again:  # not connected (yet / any more): a Ctrl-C that waits is delivered now
+                    if stream._Sigint.pending:
+                        stream._fire_pending()
+                    time.sleep(0.01)
+                    self.check_liveness()
+        finally:
+            if stream._Sigint.pending:
+                stream._fire_pending()
+
+    @stream.defer_ctrl_c_in
     def _recv(self) -> Message | None:
-        """Reads one message from the zmq socket; prints LOG notifications; returns replies."""
-        return self._accept(
-            lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
+        """Reads one message from the zmq socket (a Ctrl-C meanwhile waits for the whole message, at most
+        ``_POLL_MS``); prints LOG notifications; returns replies."""
+        try:
+            return self._accept(
+                lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
+        finally:
+            if stream._Sigint.pending:
+                stream._fire_pending()
 
     def _accept(self, decode: Any) -> Message | None:
         """Runs ``decode``; drops (and logs) a rejected message, prints a LOG notification, returns a reply."""
