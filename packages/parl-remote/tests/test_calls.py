@@ -196,7 +196,7 @@ def test_unpicklable_argument_is_named_before_sending(connected):
         counter.echo(1, fn=threading.Lock())
     with pytest.raises(xparl.SerializationError, match="positional argument 0"):
         Counter(threading.Lock())
-    with pytest.raises(xparl.SerializationError):
+    with pytest.raises(xparl.SerializationError, match=r"the return value of Counter\.return_lock\(\) back \(lock\)"):
         counter.return_lock()
     assert counter.add(1) == 1
 

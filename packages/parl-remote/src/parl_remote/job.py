@@ -42,7 +42,7 @@ import cloudpickle
 import zmq
 
 from parl_remote import config, files, protocol, serialization, shm, stream
-from parl_remote.errors import TransferError, error_body
+from parl_remote.errors import SerializationError, TransferError, error_body
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -445,12 +445,20 @@ class Job:
             if not notification:
                 logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
-    def _reply(self, msg: Message, body: Any = None, msg_type: MsgType = MsgType.REPLY) -> None:
+    def _reply(self, msg: Message, body: Any = None, msg_type: MsgType = MsgType.REPLY, what: str = "") -> None:
+        """Answers ``msg`` with ``body``; ``what`` names the value for the error sent when it cannot be pickled
+        (e.g. ``"the return value of Foo.bar()"``)."""
         self._flush_output()
         try:
             payload = serialization.dumps(body)
         except Exception as exc:  # an unpicklable return value
             msg_type = MsgType.ERROR
+            if what:
+                cause = exc.__cause__ if exc.__cause__ is not None else exc
+                exc = SerializationError(
+                    f"cannot send {what} back ({type(body).__name__}): {cause}. Return a picklable value "
+                    "(plain data, numpy arrays, module-level functions)"
+                )
             payload = serialization.dumps(error_body(exc, traceback.format_exc()))
         if self.batch_out is not None:
             if len(payload) == 1:
@@ -585,7 +593,7 @@ class Job:
                 raise
             self._reply_error(msg, exc)
             return
-        self._reply(msg, result)
+        self._reply(msg, result, what=f"the return value of {self.class_name}.{name}()")
 
     def on_get_attr(self, msg: Message) -> None:
         try:
@@ -598,7 +606,7 @@ class Job:
         except BaseException as exc:  # noqa: BLE001
             self._reply_error(msg, exc)
             return
-        self._reply(msg, value)
+        self._reply(msg, value, what=f"attribute {name!r} of {self.class_name}")
 
     def on_set_attr(self, msg: Message) -> None:
         try:
