@@ -22,7 +22,9 @@ it finds, that defers a Ctrl-C landing inside the few lines that move bytes and 
 the helpers they call (``_CRITICAL``), until the stream operation returns, and passes every other Ctrl-C
 on at once. A blocking read waits inside those lines (one ``recv_into``: a ``poll`` first would cost ~10 us a call), so
 the client gives its connections a read slice (``SO_RCVTIMEO``, ``set_read_slice``): a Ctrl-C during a
-long call is delivered when the slice ends, within 0.1 s.
+long call is delivered when the slice ends, within 0.1 s. Other client steps that a Ctrl-C must not split
+(encoding a request and queueing it, which takes shared-memory regions; a zmq send or receive) register
+with ``defer_ctrl_c_in``.
 
 ``XPARL_UNIX_STREAM=0`` turns the fast path off (the client then uses the job's zmq ``ipc://``
 endpoint, as between hosts it uses TCP).
