@@ -36,6 +36,7 @@ import zmq.utils.monitor
 
 from parl_remote import config, protocol, serialization, shm, stream
 from parl_remote.errors import (
+    SHM_LOSS_HINT,
     ActorDiedError,
     RemoteError,
     SerializationError,
@@ -217,11 +218,7 @@ class ActorConnection:
         """Encodes a request and hands it to the stream as one step that a Ctrl-C does not split (it is
         deferred until the message is queued, ``stream.guard_sigint``): encoding takes shared-memory arena
         regions and the pending release entries, which a message never sent would leak."""
-        try:
-            conn.send(protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel))
-        finally:
-            if stream._Sigint.pending:
-                stream._fire_pending()
+        conn.send(protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel))
 
     def decode_stream(self, frames: list) -> Message | None:
         """Verifies a message received on the stream; prints LOG notifications; returns replies."""
@@ -232,31 +229,23 @@ class ActorConnection:
         """Encodes and queues a request on the zmq socket as one step that a Ctrl-C does not split (see
         ``_encode_and_send``; besides, a ``KeyboardInterrupt`` inside pyzmq's zero-copy machinery breaks its
         garbage-collector thread, which then leaks a thread and sockets on every later large send)."""
-        try:
-            frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
-            while True:
-                try:
-                    protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
-                    return
-                except zmq.Again:  # not connected (yet / any more): a Ctrl-C that waits is delivered now
-                    if stream._Sigint.pending:
-                        stream._fire_pending()
-                    time.sleep(0.01)
-                    self.check_liveness()
-        finally:
-            if stream._Sigint.pending:
-                stream._fire_pending()
+        frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
+        while True:
+            try:
+                protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
+                return
+            except zmq.Again:  # not connected (yet / any more): a Ctrl-C that waits is delivered now
+                if stream._Sigint.pending:
+                    stream._fire_pending()
+                time.sleep(0.01)
+                self.check_liveness()
 
     @stream.defer_ctrl_c_in
     def _recv(self) -> Message | None:
         """Reads one message from the zmq socket (a Ctrl-C meanwhile waits for the whole message, at most
         ``_POLL_MS``); prints LOG notifications; returns replies."""
-        try:
-            return self._accept(
-                lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
-        finally:
-            if stream._Sigint.pending:
-                stream._fire_pending()
+        return self._accept(
+            lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
 
     def _accept(self, decode: Any) -> Message | None:
         """Runs ``decode``; drops (and logs) a rejected message, prints a LOG notification, returns a reply."""
@@ -271,8 +260,7 @@ class ActorConnection:
                 return None
             error = TransferError(
                 f"the result of this call on {self.where} could not be read from shared memory (the method did "
-                f"run): {exc}. Files in /dev/shm were removed or memory ran out (systemd-logind removes a "
-                "user's /dev/shm files when the user's last session ends, unless RemoveIPC=no in logind.conf)"
+                f"run): {exc}. {SHM_LOSS_HINT}"
             )
             return Message(MsgType.ERROR, exc.req_id, serialization.dumps(error_body(error, "")), None, self.stream)
         if msg.type is MsgType.LOG:

@@ -76,6 +76,13 @@ class TransferError(RemoteError):
     method ran when the arguments were lost; the actor and later calls are unaffected."""
 
 
+# the likely causes, named in a TransferError's message
+SHM_LOSS_HINT = (
+    "Files in /dev/shm were removed or memory ran out (systemd-logind removes a user's /dev/shm files when "
+    "the user's last session ends, unless RemoveIPC=no in logind.conf)"
+)
+
+
 class RemoteUserError(RemoteError):
     """A remote method raised an exception whose type could not be rebuilt on the caller.
 

@@ -42,7 +42,7 @@ import cloudpickle
 import zmq
 
 from parl_remote import config, files, protocol, serialization, shm, stream
-from parl_remote.errors import SerializationError, TransferError, error_body
+from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
 from parl_remote.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -475,8 +475,7 @@ class Job:
             return  # a notification: nobody waits for an answer
         error = TransferError(
             f"actor {self.actor_id}: the arguments of this call could not be read from shared memory, so it did "
-            f"not run: {exc}. Files in /dev/shm were removed or memory ran out (systemd-logind removes a "
-            "user's /dev/shm files when the user's last session ends, unless RemoveIPC=no in logind.conf)"
+            f"not run: {exc}. {SHM_LOSS_HINT}"
         )
         self._reply(Message(exc.type, exc.req_id, [b""], exc.identity, conn), error_body(error, ""), MsgType.ERROR)
 

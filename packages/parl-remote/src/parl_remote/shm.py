@@ -105,13 +105,22 @@ def export(buffers: list) -> tuple[bytes, list] | None:
     frames = []
     for buf in buffers:
         view = memoryview(buf).cast("B")
-        entry = _write_file(view) if view.nbytes >= threshold else None
-        if entry is None:
+        if view.nbytes < threshold:
             entries.append(_ENTRY.pack(KIND_FRAME, b"", view.nbytes))
             frames.append(buf)
         else:
-            entries.append(entry)
+            _one_off_or_inline(buf, view, entries, frames)
     return b"".join(entries), frames
+
+
+def _one_off_or_inline(buf: object, view: memoryview, entries: list, frames: list) -> None:
+    """Adds ``buf`` to a manifest being built: in a one-off file, or inline when ``/dev/shm`` is full."""
+    entry = _write_file(view)
+    if entry is None:
+        entries.append(_ENTRY.pack(KIND_FRAME, b"", view.nbytes))
+        frames.append(buf)
+    else:
+        entries.append(entry)
 
 
 def _write_file(view: memoryview) -> bytes | None:
@@ -303,12 +312,7 @@ class Channel:
                 continue
             place = None if self.closed else self._alloc(nbytes)
             if place is None:
-                entry = _write_file(view)
-                if entry is None:
-                    entries.append(_ENTRY.pack(KIND_FRAME, b"", nbytes))
-                    frames.append(buf)
-                else:
-                    entries.append(entry)
+                _one_off_or_inline(buf, view, entries, frames)
                 continue
             arena, offset = place
             arena.map[offset : offset + nbytes] = view

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import functools
 import os
 import secrets
 import select
@@ -505,10 +506,21 @@ _CRITICAL = {
 
 
 def defer_ctrl_c_in(function: Any) -> Any:
-    """Adds ``function`` to the code in which ``guard_sigint`` defers a Ctrl-C (it must end with
-    ``if _Sigint.pending: _fire_pending()``, or call a stream operation last); returns it (a decorator)."""
+    """Decorator: a Ctrl-C landing while ``function`` (or what it calls) runs waits until it returns or raises
+    (``guard_sigint``), and is delivered then."""
     _CRITICAL.add(function.__code__)
-    return function
+
+    @functools.wraps(function)
+    def deferring(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if _Sigint.pending:
+                _fire_pending()
+
+    return deferring
+
+
 # ... except while a blocked send waits for the socket to be writable (the outbox keeps the unsent bytes)
 _INTERRUPTIBLE = frozenset({StreamConnection._wait_writable.__code__})
 
