@@ -51,7 +51,7 @@ logger = logging.getLogger("impala")
 # Per-env defaults. CartPole: tuned here. Atari: PARL's examples/IMPALA/impala_config.py (42x42 frames,
 # unrolls of 50 steps, lr 1e-3 decayed, entropy -0.01), with fewer envs per actor for a small machine.
 CONFIGS = {
-    "vector": dict(envs_per_actor=16, unroll_length=20, lr=3e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
+    "vector": dict(envs_per_actor=8, unroll_length=20, lr=3e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
                    hidden=64, total_steps=500_000, target_return=475.0, eval_trigger=400.0),
     "atari": dict(envs_per_actor=8, unroll_length=50, lr=1e-3, lr_final=1e-4, entropy_coeff=-0.01, gamma=0.99,
                   dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf")),
@@ -153,8 +153,10 @@ class Actor:
         Returns:
             ``obs [T, E, *obs_shape]`` (env dtype), ``actions`` int64 ``[T, E]``, ``behaviour_logits``
             float32 ``[T, E, A]``, ``rewards`` float32 ``[T, E]``, ``dones`` bool ``[T, E]``
-            (terminated or truncated), ``episode_returns`` float64 ``[n]`` of the episodes that ended.
+            (terminated or truncated), ``episode_returns`` float64 ``[n]`` of the episodes that ended,
+            ``t_start`` / ``t_end`` (``time.time()`` s when the call began / the unroll was done).
         """
+        t_start = time.time()
         if weights is not None:  # received arrays are read-only views of the message (torch warns on those)
             self.model.set_weights({name: np.array(value) for name, value in weights.items()})
         T, E = self.unroll_length, len(self.envs)
@@ -180,7 +182,7 @@ class Actor:
                     dones[t, i] = terminated or truncated
         returns = [r for env in self.envs for r, _ in get_wrapper_by_cls(env, MonitorEnv).next_episode_results()]
         return dict(obs=obs, actions=actions, behaviour_logits=logits, rewards=rewards, dones=dones,
-                    episode_returns=np.asarray(returns, np.float64))
+                    episode_returns=np.asarray(returns, np.float64), t_start=t_start, t_end=time.time())
 
 
 def evaluate(alg, env_id: str, cfg: dict, seed: int) -> list[float]:

@@ -11,7 +11,7 @@ import time
 import pytest
 from test_algorithms_examples import EXAMPLES, ROOT, check_summary, run_example
 
-UNROLL_STEPS = 16 * 20  # envs per actor x unroll length (the CartPole defaults)
+UNROLL_STEPS = 8 * 20  # envs per actor x unroll length (the CartPole defaults)
 
 
 def test_impala_example_tiny_budget(tmp_path):
