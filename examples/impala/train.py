@@ -279,6 +279,8 @@ def main() -> None:
         while env_steps < total_steps and not reached:
             done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
+                if env_steps >= total_steps or reached:  # the budget is spent: leave the rest unconsumed
+                    break
                 slot = pending.pop(future, None)
                 if slot is None:  # a call of an actor already replaced below
                     continue
