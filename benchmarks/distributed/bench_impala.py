@@ -139,7 +139,7 @@ def run_rllib(args: argparse.Namespace) -> dict:
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
     atari = "NoFrameskip" in args.env or args.env.startswith("ALE/")
-    ray.init(num_cpus=args.actors + 1, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=args.actors + 1, include_dashboard=False, log_to_driver=bool(os.environ.get("BENCH_RAY_LOGS")))
     env = args.env
     env_config = {}
     if atari:
@@ -151,7 +151,10 @@ def run_rllib(args: argparse.Namespace) -> dict:
 
         def make(_config):
             gym.register_envs(ale_py)
-            return wrap_deepmind(gym.make(args.env), dim=42, obs_format="NHWC")
+            env = wrap_deepmind(gym.make(args.env), dim=42, obs_format="NHWC")
+            # RLlib's CNN takes float32 frames (its own Atari helper scales them to [0, 1], as ours divides by 255)
+            space = gym.spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+            return gym.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32) / 255.0, space)
 
         register_env("parl_atari", make)
         env = "parl_atari"
