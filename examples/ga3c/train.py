@@ -195,6 +195,7 @@ class Learner:
         self.lock = threading.Lock()  # counters and the list of finished episodes
         self.recent: deque[float] = deque(maxlen=20)
         self.env_steps = self.replaced = self.predictions = self.predict_batches = 0
+        self.step_calls, self.step_call_s, self.predict_wait_s = 0, 0.0, 0.0  # where the agent threads wait
         self.actor_pids: dict[int, int] = {}
         self.generation = [0] * args.actors
         self.error: BaseException | None = None  # what stopped a thread, re-raised by main()
@@ -238,11 +239,13 @@ class Learner:
                    truncated=np.empty((T, E), bool))
         prev_done, t = np.zeros(E, bool), 0
         while not self.stop.is_set():
+            asked = time.perf_counter()
             self.prediction_queue.put((ident, obs))
             answer = self.get(self.answers[ident])
             if answer is None:
                 return
             actions, values = answer
+            answered = time.perf_counter()
             buf["obs"][t], buf["actions"][t], buf["values"][t], buf["valid"][t] = obs, actions, values, ~prev_done
             if t == T:  # T steps and the value of the state after them: an unroll
                 self.enqueue_unroll(buf)
@@ -250,6 +253,7 @@ class Learner:
                     buf[key][0] = buf[key][T]
                 t = 0
             try:
+                stepped = time.perf_counter()
                 obs, rewards, terminated, truncated, returns = actor.step(actions)
             except ActorDiedError as err:
                 logger.warning("actor %d died (%s: %s); starting a replacement", ident, type(err).__name__,
@@ -262,9 +266,11 @@ class Learner:
             buf["rewards"][t], buf["terminated"][t], buf["truncated"][t] = rewards, terminated, truncated
             prev_done = terminated | truncated
             t += 1
-            if returns:
-                with self.lock:
-                    self.recent.extend(returns)
+            with self.lock:
+                self.recent.extend(returns)
+                self.step_calls += 1
+                self.step_call_s += time.perf_counter() - stepped
+                self.predict_wait_s += answered - asked
 
     def enqueue_unroll(self, buf: dict) -> None:
         T = self.cfg["unroll_length"]
@@ -453,6 +459,8 @@ def main() -> None:
               "eval_source": eval_source, "env_steps": learner.env_steps, "updates": updates,
               "wall_s": round(wall_s, 3), "env_steps_per_s": round(learner.env_steps / wall_s, 1),
               "predict_batch_requests": round(learner.predictions / max(learner.predict_batches, 1), 2),
+              "step_call_ms": round(1000 * learner.step_call_s / max(learner.step_calls, 1), 3),
+              "predict_wait_ms": round(1000 * learner.predict_wait_s / max(learner.step_calls, 1), 3),
               "actors_replaced": learner.replaced, "reached": reached, "interrupted": interrupted,
               "target_return": cfg["target_return"],
               "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
