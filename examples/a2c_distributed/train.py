@@ -290,7 +290,8 @@ def main() -> None:
 
     with concurrent.futures.ThreadPoolExecutor(args.actors) as pool:  # each start imports torch: in parallel
         actors = list(pool.map(new_actor, range(args.actors)))
-    logger.info("%d actors ready after %.1f s", args.actors, time.perf_counter() - start)
+    actors_ready_s = time.perf_counter() - start
+    logger.info("%d actors ready after %.1f s", args.actors, actors_ready_s)
 
     env_steps, updates, replaced, eval_mean, reached, interrupted = 0, 0, 0, float("nan"), False, False
     recent: deque[float] = deque(maxlen=20)
@@ -343,6 +344,7 @@ def main() -> None:
               "unroll_length": T, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
+              "actors_ready_s": round(actors_ready_s, 3),
               "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,
               "interrupted": interrupted, "target_return": target,
               "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}

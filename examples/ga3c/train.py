@@ -184,8 +184,8 @@ class Actor:
 class Learner:
     """The policy, the prediction and training queues, and the threads that serve them."""
 
-    def __init__(self, args: argparse.Namespace, cfg: dict, model: parl.Model):
-        self.args, self.cfg = args, cfg
+    def __init__(self, args: argparse.Namespace, cfg: dict, model: parl.Model, start: float):
+        self.args, self.cfg, self.start = args, cfg, start
         self.alg = parl.algorithms.A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
                                        reduction=cfg["reduction"])
         self.prediction_queue: queue.Queue = queue.Queue()
@@ -198,6 +198,7 @@ class Learner:
         self.step_calls, self.step_call_s, self.predict_wait_s = 0, 0.0, 0.0  # where the agent threads wait
         self.actor_pids: dict[int, int] = {}
         self.generation = [0] * args.actors
+        self.ready_s = [float("nan")] * args.actors  # when each first actor was up, seconds after start
         self.error: BaseException | None = None  # what stopped a thread, re-raised by main()
 
     def guarded(self, target, *args) -> None:
@@ -232,6 +233,7 @@ class Learner:
         """Drives one remote actor: asks the predictor for actions, steps the actor, queues finished unrolls."""
         T, E = self.cfg["unroll_length"], self.cfg["envs_per_actor"]
         actor = self.new_actor(ident)
+        self.ready_s[ident] = time.perf_counter() - self.start
         obs = actor.reset_obs()
         buf = dict(obs=np.empty((T + 1, *obs.shape), obs.dtype), actions=np.empty((T + 1, E), np.int64),
                    values=np.empty((T + 1, E), np.float32), valid=np.empty((T + 1, E), bool),
@@ -418,7 +420,7 @@ def main() -> None:
         parl.connect(cpu_num=args.actors + 1)
     else:
         parl.connect(args.address)
-    learner = Learner(args, cfg, model)
+    learner = Learner(args, cfg, model, start)
     bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="frame", smoothing=0.05)
     outcome: dict = {}
     threads = [threading.Thread(target=learner.guarded, args=(learner.run_predictor,), name="predictor", daemon=True)]
@@ -457,7 +459,8 @@ def main() -> None:
               "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": learner.env_steps, "updates": updates,
-              "wall_s": round(wall_s, 3), "env_steps_per_s": round(learner.env_steps / wall_s, 1),
+              "wall_s": round(wall_s, 3), "actors_ready_s": round(max(learner.ready_s), 3),
+              "env_steps_per_s": round(learner.env_steps / wall_s, 1),
               "predict_batch_requests": round(learner.predictions / max(learner.predict_batches, 1), 2),
               "step_call_ms": round(1000 * learner.step_call_s / max(learner.step_calls, 1), 3),
               "predict_wait_ms": round(1000 * learner.predict_wait_s / max(learner.step_calls, 1), 3),
