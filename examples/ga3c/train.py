@@ -162,10 +162,13 @@ class Actor:
 
         Returns:
             ``(obs [E, *obs_shape], rewards float32 [E], terminated bool [E], truncated bool [E],
-            episode_returns list[float])``: an env that ended returns its final observation and resets on the
-            next step (which ignores its action and returns reward 0).
+            episode_returns list[float], env_s float)``: an env that ended returns its final observation and
+            resets on the next step (which ignores its action and returns reward 0); ``env_s`` is the time
+            the E env steps took in this process (the rest of the call's round trip is transport).
         """
+        began = time.perf_counter()
         obs, rewards, terminated, truncated, _ = self.envs.step(actions)
+        env_s = time.perf_counter() - began
         done = terminated | truncated
         self.ep_return += rewards
         returns: list[float] = []
@@ -178,7 +181,7 @@ class Actor:
             else:
                 returns = self.ep_return[done].tolist()
             self.ep_return[done] = 0.0
-        return obs, rewards.astype(np.float32), terminated, truncated, returns
+        return obs, rewards.astype(np.float32), terminated, truncated, returns, env_s
 
 
 class Learner:
@@ -195,7 +198,7 @@ class Learner:
         self.lock = threading.Lock()  # counters and the list of finished episodes
         self.recent: deque[float] = deque(maxlen=20)
         self.env_steps = self.replaced = self.predictions = self.predict_batches = 0
-        self.step_calls, self.step_call_s, self.predict_wait_s = 0, 0.0, 0.0  # where the agent threads wait
+        self.step_calls, self.step_call_s, self.step_env_s, self.predict_wait_s = 0, 0.0, 0.0, 0.0  # agent waits
         self.actor_pids: dict[int, int] = {}
         self.generation = [0] * args.actors
         self.ready_s = [float("nan")] * args.actors  # when each first actor was up, seconds after start
@@ -256,7 +259,7 @@ class Learner:
                 t = 0
             try:
                 stepped = time.perf_counter()
-                obs, rewards, terminated, truncated, returns = actor.step(actions)
+                obs, rewards, terminated, truncated, returns, env_s = actor.step(actions)
             except ActorDiedError as err:
                 logger.warning("actor %d died (%s: %s); starting a replacement", ident, type(err).__name__,
                                err.cause)
@@ -272,6 +275,7 @@ class Learner:
                 self.recent.extend(returns)
                 self.step_calls += 1
                 self.step_call_s += time.perf_counter() - stepped
+                self.step_env_s += env_s
                 self.predict_wait_s += answered - asked
 
     def enqueue_unroll(self, buf: dict) -> None:
@@ -463,6 +467,7 @@ def main() -> None:
               "env_steps_per_s": round(learner.env_steps / wall_s, 1),
               "predict_batch_requests": round(learner.predictions / max(learner.predict_batches, 1), 2),
               "step_call_ms": round(1000 * learner.step_call_s / max(learner.step_calls, 1), 3),
+              "step_env_ms": round(1000 * learner.step_env_s / max(learner.step_calls, 1), 3),
               "predict_wait_ms": round(1000 * learner.predict_wait_s / max(learner.step_calls, 1), 3),
               "actors_replaced": learner.replaced, "reached": reached, "interrupted": interrupted,
               "target_return": cfg["target_return"],
