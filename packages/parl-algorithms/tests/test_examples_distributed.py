@@ -51,6 +51,7 @@ def test_a2c_distributed_tiny_budget(tmp_path):
     result = run_tiny("a2c_distributed", tmp_path, "--total-steps", "512")
     assert result["algorithm"] == "A2C" and result["envs_per_actor"] == 8 and result["unroll_length"] == 16
     assert result["env_steps"] == 512 and result["updates"] == 2
+    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
 
 
 def test_ga3c_tiny_budget(tmp_path):
@@ -60,6 +61,8 @@ def test_ga3c_tiny_budget(tmp_path):
     assert result["env_steps"] % 128 == 0 and 1000 <= result["env_steps"] < 1000 + 4 * 128
     assert 1 <= result["updates"] <= result["env_steps"] // 256
     assert result["predict_batch_requests"] >= 1.0
+    assert 0.0 < result["step_env_ms"] <= result["step_call_ms"]  # the round trip includes the env step
+    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
 
 
 def run_killing_an_actor(name, logdir, seed, kill_after_update, timeout_s):
