@@ -55,7 +55,7 @@ from parl_remote import ActorDiedError
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here. "atari": PARL's ga3c_config.py
 # (42x42 frames, t_max 5, train batch 128, lr 5e-4, GAE lambda 1, summed loss, gradient norm 40).
 CONFIGS = {
-    "vector": dict(envs_per_actor=16, unroll_length=8, train_batch=256, lr=3e-3, gamma=0.99, gae_lambda=0.95,
+    "vector": dict(envs_per_actor=8, unroll_length=16, train_batch=256, lr=3e-3, gamma=0.99, gae_lambda=0.95,
                    vf_loss_coeff=0.5, entropy_coeff=-0.01, reduction="mean", max_grad_norm=0.5, hidden=64,
                    total_steps=1_000_000, target_return=475.0, eval_trigger=400.0),
     "atari": dict(envs_per_actor=4, unroll_length=5, train_batch=128, lr=5e-4, gamma=0.99, gae_lambda=1.0,
