@@ -20,6 +20,7 @@ _ALGORITHMS: dict[str, str] = {
     "DQN": "dqn",
     "DDQN": "dqn",
     "A2C": "a2c",
+    "A3C": "a3c",
     "PPO": "ppo",
     "DDPG": "ddpg",
     "TD3": "td3",

@@ -1,0 +1,109 @@
+"""The distributed examples (examples/a2c_distributed, examples/ga3c) as real subprocesses on the embedded local
+cluster: a tiny budget (exact exit code and summary values), and a learn-to-threshold run of each, marked slow,
+during which one actor's process is killed with SIGKILL: the run must log the ActorDiedError, replace the actor
+and still reach the target."""
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+
+
+def command(name, logdir, *args):
+    return [sys.executable, str(EXAMPLES / name / "train.py"), "--actors", "2", "--logdir", str(logdir),
+            "--no-progress", *args]
+
+
+def read_summary(proc_stdout, logdir):
+    with open(Path(logdir) / "summary.json") as f:
+        result = json.load(f)
+    assert result == json.loads(proc_stdout.strip().splitlines()[-1])  # printed and written alike
+    return result
+
+
+def run_tiny(name, logdir, *args):
+    proc = subprocess.run(command(name, logdir, "--seed", "0", "--target-return", "1e9", *args), capture_output=True,
+                          text=True, timeout=300, cwd=str(ROOT), env=dict(os.environ, PYTHONHASHSEED="0"))
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    result = read_summary(proc.stdout, logdir)
+    assert result["actors"] == 2 and result["actors_replaced"] == 0
+    assert result["eval_episodes"] == 10 and result["eval_source"] == "greedy"
+    assert 8.0 <= result["eval_return_mean"] <= 500.0  # CartPole's range for a (nearly) untrained policy
+    assert result["reached"] is False and result["interrupted"] is False
+    assert result["wall_s"] > 0 and math.isclose(result["env_steps_per_s"], result["env_steps"] / result["wall_s"],
+                                                  rel_tol=0.01)
+    assert any(p.name.startswith("events.out.tfevents") for p in Path(logdir).iterdir())
+    return result
+
+
+def test_a2c_distributed_tiny_budget(tmp_path):
+    # 2 actors x 8 envs x 16 steps = 256 env steps per synchronous update
+    result = run_tiny("a2c_distributed", tmp_path, "--total-steps", "512")
+    assert result["algorithm"] == "A2C" and result["envs_per_actor"] == 8 and result["unroll_length"] == 16
+    assert result["env_steps"] == 512 and result["updates"] == 2
+    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
+
+
+def test_ga3c_tiny_budget(tmp_path):
+    # unrolls of 8 envs x 16 steps (128 env steps); each learn takes unrolls until it has >= 256 transitions
+    result = run_tiny("ga3c", tmp_path, "--total-steps", "1000")
+    assert result["algorithm"] == "GA3C" and result["envs_per_actor"] == 8 and result["unroll_length"] == 16
+    assert result["env_steps"] % 128 == 0 and 1000 <= result["env_steps"] < 1000 + 4 * 128
+    assert 1 <= result["updates"] <= result["env_steps"] // 256
+    assert result["predict_batch_requests"] >= 1.0
+    assert 0.0 < result["step_env_ms"] <= result["step_call_ms"]  # the round trip includes the env step
+    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
+
+
+def run_killing_an_actor(name, logdir, seed, kill_after_update, timeout_s):
+    """Runs the example to its target; once it logs ``update <kill_after_update>``, SIGKILLs actor 0's process.
+
+    Returns:
+        (summary, the example's output lines, the killed pid)
+    """
+    proc = subprocess.Popen(command(name, logdir, "--seed", str(seed)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=str(ROOT), start_new_session=True,
+                            env=dict(os.environ, PYTHONHASHSEED="0"))
+    watchdog = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    watchdog.start()
+    lines, killed = [], None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if killed is None and re.search(rf"\bupdate {kill_after_update}, env steps", line):
+                pids = [int(m.group(1)) for ln in lines if (m := re.search(r"actor 0 started, pid=(\d+)", ln))]
+                assert len(pids) == 1, lines
+                killed = pids[0]
+                os.kill(killed, signal.SIGKILL)  # an actor process of the cluster this test's subprocess started
+        returncode = proc.wait()
+    finally:
+        watchdog.cancel()
+    output = "".join(lines)
+    assert returncode == 0, f"{name} exited with {returncode}:\n{output[-5000:]}"
+    assert killed is not None, f"the run ended before update {kill_after_update}:\n{output[-3000:]}"
+    return read_summary(output, logdir), output, killed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, seed, max_steps", [("a2c_distributed", 1, 500_000), ("ga3c", 1, 1_000_000)])
+def test_example_reaches_threshold_although_an_actor_is_killed(name, seed, max_steps, tmp_path):
+    result, output, killed = run_killing_an_actor(name, tmp_path, seed, kill_after_update=25, timeout_s=240)
+    assert result["reached"] is True, output[-3000:]
+    assert result["eval_return_mean"] >= 475.0 and result["eval_source"] == "greedy"
+    assert result["env_steps"] <= max_steps
+    assert result["actors_replaced"] == 1
+    assert re.search(r"actor 0 died \(ActorDiedError: killed by signal 9 \(SIGKILL\)\); starting a replacement",
+                     output), output[-3000:]
+    restarted = [int(m.group(1)) for m in re.finditer(r"actor 0 started, pid=(\d+)", output)]
+    assert len(restarted) == 2 and restarted[0] == killed and restarted[1] != killed
+    assert result["updates"] > 25
