@@ -25,6 +25,9 @@ from typing import Any
 import gymnasium
 from gymnasium import error, spaces  # noqa: F401 - ``gym.spaces`` / ``gym.error`` as in gym
 
+# gym < 0.26's ``gym.Wrapper``: forwards everything to ``self.env``, checks nothing
+from parl_core.env.compat_wrappers import Wrapper
+
 __version__ = "0.21.0"  # the old API (PARL's CompatWrapper checks gym.__version__ < 0.26)
 
 # env ids of gym that gymnasium does not register -> gymnasium's equivalent
@@ -48,34 +51,6 @@ def _register_ale() -> None:
     except ImportError:
         return
     gymnasium.register_envs(ale_py)
-
-
-class Wrapper:
-    """gym < 0.26's ``gym.Wrapper``: forwards everything to ``self.env``."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "env":
-            raise AttributeError(name)
-        return getattr(self.env, name)
-
-    def reset(self, **kwargs: Any) -> Any:
-        return self.env.reset(**kwargs)
-
-    def step(self, action: Any) -> Any:
-        return self.env.step(action)
-
-    def seed(self, seed: int | None = None) -> Any:
-        return self.env.seed(seed)
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped
 
 
 class OldApiEnv(Wrapper):
