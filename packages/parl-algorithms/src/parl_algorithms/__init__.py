@@ -4,7 +4,7 @@
 ``parl_algorithms.DQN`` imports ``parl_algorithms.torch.dqn`` on first access.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``, ``DDPG``, ``TD3``,
-``SAC``, ``CQL``.
+``SAC``, ``CQL``, ``OAC``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ _ALGORITHMS: dict[str, str] = {
     "TD3": "td3",
     "SAC": "sac",
     "CQL": "cql",
+    "OAC": "oac",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
