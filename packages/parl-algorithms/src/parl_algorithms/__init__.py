@@ -4,7 +4,7 @@
 ``parl_algorithms.DQN`` imports ``parl_algorithms.torch.dqn`` on first access.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``, ``DDPG``, ``TD3``,
-``SAC``, ``CQL``, ``OAC``.
+``SAC``, ``CQL``, ``OAC``, ``IQL``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ _ALGORITHMS: dict[str, str] = {
     "SAC": "sac",
     "CQL": "cql",
     "OAC": "oac",
+    "IQL": "iql",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
