@@ -21,3 +21,9 @@ def qlearning_dataset(env: Any = None, **kwargs: Any) -> dict[str, np.ndarray]:
     with np.load(path) as data:
         return {"observations": data["obs"], "actions": data["action"], "next_observations": data["next_obs"],
                 "rewards": data["reward"], "terminals": data["terminal"]}
+
+
+def get_normalized_score(env_name: str, score: Any) -> np.ndarray:
+    """D4RL normalises by a random and an expert reference return per dataset; there are none here, so
+    this returns the raw ``score`` (PARL's examples only log it)."""
+    return np.asarray(score, dtype=np.float64)
