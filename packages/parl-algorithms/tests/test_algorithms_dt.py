@@ -1,19 +1,14 @@
 """DecisionTransformer (Chen et al. 2021): the masked action MSE, the warm-up, PARL's rtg of K + 1 steps,
 bad input, and the example at a tiny budget."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn as nn
+from test_algorithms_examples import check_summary, run_example
 
 import parl
 from parl.algorithms import DecisionTransformer
 
-ROOT = Path(__file__).resolve().parents[3]
 B, K, OBS_DIM, ACT_DIM = 4, 5, 3, 2
 
 
@@ -100,15 +95,13 @@ def test_bad_input():
 
 
 def test_example_tiny_budget(tmp_path):
-    cmd = [sys.executable, str(ROOT / "examples" / "dt" / "train.py"), "--seed", "0", "--logdir", str(tmp_path),
-           "--no-progress", "--collect-steps", "400", "--learning-starts", "300", "--gradient-steps", "20",
-           "--eval-every", "10", "--target-return", "1e9"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, cwd=str(ROOT))
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads((tmp_path / "summary.json").read_text())
-    assert result == json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["env_steps"] == 400 and result["gradient_steps"] == 20 and result["episodes"] == 2
-    assert result["eval_episodes"] == 10 and result["reached"] is False and result["wall_s"] > 0
+    result = run_example("dt", tmp_path, "--collect-steps", "400",
+                         "--learning-starts", "300",
+                         "--gradient-steps", "20",
+                         "--eval-every", "10",
+                         "--target-return", "1e9")
+    check_summary(result, 400)
+    assert result["gradient_steps"] == 20 and result["episodes"] == 2 and result["reached"] is False
     assert -2000.0 <= result["eval_return_mean"] <= 0.0
     assert [step for step, _ in result["evals"]] == [10, 20]
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())

@@ -1,21 +1,17 @@
 """OAC (Ciosek et al. 2019): the optimistic exploration shift against the paper's eq. 12 by hand, SAC's
 learning through PARL's API, bad hyperparameters, and the example at a tiny budget."""
 
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+from test_algorithms_examples import check_summary, run_example
 
 import parl
 from parl.algorithms import OAC
 
-ROOT = Path(__file__).resolve().parents[3]
 OBS_DIM, ACT_DIM = 3, 2
 
 
@@ -112,14 +108,11 @@ def test_bad_hyperparameters(kwargs, name):
 
 
 def test_example_tiny_budget(tmp_path):
-    cmd = [sys.executable, str(ROOT / "examples" / "oac" / "train.py"), "--seed", "0", "--logdir", str(tmp_path),
-           "--no-progress", "--total-steps", "300", "--learning-starts", "200", "--eval-every", "100",
-           "--target-return", "1e9"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(ROOT))
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads((tmp_path / "summary.json").read_text())
-    assert result == json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["env_steps"] == 300 and result["eval_episodes"] == 10 and result["reached"] is False
-    assert -2000.0 <= result["eval_return_mean"] <= 0.0 and result["wall_s"] > 0
+    result = run_example("oac", tmp_path, "--total-steps", "300",
+                         "--learning-starts", "200",
+                         "--eval-every", "100",
+                         "--target-return", "1e9")
+    check_summary(result, 300)
+    assert result["reached"] is False and -2000.0 <= result["eval_return_mean"] <= 0.0
     assert [step for step, _ in result["evals"]] == [100, 200, 300]
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
