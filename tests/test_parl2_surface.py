@@ -199,3 +199,30 @@ def test_parl_example_env_setup_runs_on_the_old_api(old_gym):
     assert steps == env._max_episode_steps
     env.seed(0)
     np.testing.assert_array_equal(env.reset(), CompatWrapper(old_gym.make("Pendulum-v1")).reset(seed=0))
+
+
+def test_parl_module_paths_resolve_to_the_implementations():
+    import parl_core.env as core_env
+    import parl_core.utils as core_utils
+    from parl.core.torch.policy_distribution import CategoricalDistribution
+    from parl.env.compat_wrappers import CompatWrapper as PathCompatWrapper
+    from parl.env.continuous_wrappers import ActionMappingWrapper as PathActionMappingWrapper
+    from parl.env.mujoco_wrappers import wrap_rms
+    from parl.env.vector_env import VectorEnv
+    from parl.utils.csv_logger import CSVLogger
+    from parl.utils.machine_info import get_port_from_range, is_xpu_available
+    from parl.utils.rl_utils import calc_discount_sum_rewards, calc_gae
+    from parl.utils.time_stat import TimeStat
+    from parl.utils.window_stat import WindowStat
+    from parl_core.torch import policy_distribution
+
+    assert (PathCompatWrapper, PathActionMappingWrapper) == (CompatWrapper, ActionMappingWrapper)
+    assert (wrap_rms, VectorEnv) == (core_env.wrap_rms, core_env.VectorEnv)
+    assert (CSVLogger, TimeStat, WindowStat) == (core_utils.CSVLogger, core_utils.TimeStat, core_utils.WindowStat)
+    assert (calc_gae, calc_discount_sum_rewards) == (core_utils.calc_gae, core_utils.calc_discount_sum_rewards)
+    assert (get_port_from_range, is_xpu_available) == (core_utils.get_port_from_range, core_utils.is_xpu_available)
+    assert CategoricalDistribution is policy_distribution.CategoricalDistribution
+    window = WindowStat(2)
+    for value in (1.0, 2.0, 6.0):
+        window.add(value)
+    assert (window.mean, window.min, window.max) == (4.0, 2.0, 6.0)
