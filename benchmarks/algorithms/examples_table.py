@@ -33,6 +33,9 @@ RUNS = {
     "td3": ("td3", [], "Pendulum-v1 eval >= -200"),
     "sac": ("sac", [], "Pendulum-v1 eval >= -200"),
     "cql": ("cql", [], "Pendulum-v1 eval >= dataset mean"),
+    "oac": ("oac", [], "Pendulum-v1 eval >= -200"),
+    "iql": ("iql", [], "Pendulum-v1 eval >= dataset mean"),
+    "dt": ("dt", [], "Pendulum-v1 eval >= dataset mean"),
 }
 
 

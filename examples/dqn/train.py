@@ -151,7 +151,7 @@ def main() -> None:
             for i in range(GRADIENT_STEPS):
                 loss = alg.learn(*(a[i] for a in phase))
                 grad_steps += 1
-            summary.add_scalar("train/loss", float(loss.detach()), step)
+            summary.add_scalar("train/loss", loss, step)
             summary.add_scalar("train/q_mean", alg.last_info["train/q_mean"], step)
             summary.add_scalar("train/epsilon", epsilon, step)
             bar.update(TRAIN_FREQ)

@@ -102,8 +102,7 @@ def test_continuous_algorithm_given_discrete_actions():
 def test_wrong_shapes():
     dqn = algs.DQN(QModel(), gamma=0.9, lr=1e-3)
     obs = torch.zeros(4, OBS_DIM)
-    with pytest.raises(ValueError, match="batch"):
-        dqn.predict(torch.zeros(OBS_DIM))
+    assert dqn.predict(torch.zeros(OBS_DIM)).shape == (NUM_ACTIONS,)  # one unbatched obs, as PARL accepts
     with pytest.raises(ValueError, match="reward"):
         dqn.learn(obs, torch.zeros(4, dtype=torch.long), torch.zeros(3), obs, torch.zeros(4))
     with pytest.raises(ValueError, match="next_obs"):

@@ -84,7 +84,7 @@ def _scalars(out):
 
 
 def _flat_weights(agent):
-    return np.concatenate([w.ravel() for m in agent.get_weights().values() for w in m.values()])
+    return np.concatenate([w.ravel() for m in agent.alg.get_all_weights().values() for w in m.values()])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -93,7 +93,7 @@ def test_learn_predict_and_weights_round_trip(name):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     agent = Agent(build())
-    before = agent.get_weights()
+    before = agent.alg.get_all_weights()
     obs = rng.normal(size=(B, OBS_DIM)).astype(np.float32)
     pred_before = agent.predict(obs)
     assert np.shape(pred_before) == pred_shape

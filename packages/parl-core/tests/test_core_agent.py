@@ -62,12 +62,12 @@ def batch(i):
 def test_algorithm_weights_cover_target_network():
     alg = ToyDQN(QNet())
     assert set(alg.models()) == {"model", "target_model"}
-    weights = alg.get_weights()
+    weights = alg.get_all_weights()
     assert set(weights) == {"model", "target_model"}
     other = ToyDQN(QNet())
     with torch.no_grad():
         alg.target_model.fc1.weight.fill_(3.0)
-    other.set_weights(alg.get_weights())
+    other.set_weights(alg.get_all_weights())
     assert torch.all(other.target_model.fc1.weight == 3.0)
     assert torch.equal(other.model.fc2.bias, alg.model.fc2.bias)
 

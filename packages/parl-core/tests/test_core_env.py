@@ -1,10 +1,10 @@
-"""parl_core.env: CompatWrapper over a fake old gym-style env, ActionMappingWrapper."""
+"""parl_core.env: OldGymToGymnasiumWrapper over a fake old gym-style env, ActionMappingWrapper."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from parl_core.env import ActionMappingWrapper, CompatWrapper
+from parl_core.env import ActionMappingWrapper, OldGymToGymnasiumWrapper
 
 
 class OldBox:
@@ -52,7 +52,7 @@ class OldStyleEnv:
 
 
 def test_reset_returns_obs_and_info_and_seeds():
-    env = CompatWrapper(OldStyleEnv())
+    env = OldGymToGymnasiumWrapper(OldStyleEnv())
     obs, info = env.reset(seed=42)
     assert obs.shape == (2,) and info == {}
     assert env.unwrapped.seeds == [42]
@@ -61,7 +61,7 @@ def test_reset_returns_obs_and_info_and_seeds():
 
 
 def test_termination_is_not_truncation():
-    env = CompatWrapper(OldStyleEnv())
+    env = OldGymToGymnasiumWrapper(OldStyleEnv())
     env.reset()
     assert env.step(0)[2:4] == (False, False)
     obs, reward, terminated, truncated, _ = env.step(1)
@@ -69,7 +69,7 @@ def test_termination_is_not_truncation():
 
 
 def test_time_limit_info_becomes_truncated():
-    env = CompatWrapper(OldStyleEnv(limit=3))
+    env = OldGymToGymnasiumWrapper(OldStyleEnv(limit=3))
     env.reset()
     results = [env.step(0) for _ in range(3)]
     assert [(r[2], r[3]) for r in results] == [(False, False), (False, False), (False, True)]
@@ -77,7 +77,7 @@ def test_time_limit_info_becomes_truncated():
 
 
 def test_done_at_max_episode_steps_without_info_is_truncated():
-    env = CompatWrapper(OldStyleEnv(limit=3, report_time_limit=False), max_episode_steps=3)
+    env = OldGymToGymnasiumWrapper(OldStyleEnv(limit=3, report_time_limit=False), max_episode_steps=3)
     env.reset()
     env.step(0)
     env.step(0)
@@ -85,7 +85,7 @@ def test_done_at_max_episode_steps_without_info_is_truncated():
 
 
 def test_wrapper_enforces_its_own_step_limit():
-    env = CompatWrapper(OldStyleEnv(), max_episode_steps=2)
+    env = OldGymToGymnasiumWrapper(OldStyleEnv(), max_episode_steps=2)
     env.reset()
     assert env.step(0)[2:4] == (False, False)
     assert env.step(0)[2:4] == (False, True)
@@ -96,11 +96,11 @@ def test_wrapper_enforces_its_own_step_limit():
 def test_max_episode_steps_taken_from_the_env():
     old = OldStyleEnv()
     old._max_episode_steps = 5
-    assert CompatWrapper(old).max_episode_steps == 5
+    assert OldGymToGymnasiumWrapper(old).max_episode_steps == 5
 
 
 def test_gymnasium_env_passes_through():
-    env = CompatWrapper(gym.make("CartPole-v1"))
+    env = OldGymToGymnasiumWrapper(gym.make("CartPole-v1"))
     obs, _ = env.reset(seed=0)
     assert obs.shape == (4,)
     assert len(env.step(0)) == 5

@@ -50,10 +50,10 @@ def test_core_classes_and_algorithms_are_reexported():
 
 def test_env_helpers_are_reexported():
     import parl
-    from parl_core.env import compat_wrappers
+    from parl_core.env import compat_wrappers, continuous_wrappers
 
     assert parl.env.CompatWrapper is compat_wrappers.CompatWrapper
-    assert parl.env.ActionMappingWrapper is compat_wrappers.ActionMappingWrapper
+    assert parl.env.ActionMappingWrapper is continuous_wrappers.ActionMappingWrapper
     import parl.env.compat_wrappers
 
     assert parl.env.compat_wrappers is compat_wrappers

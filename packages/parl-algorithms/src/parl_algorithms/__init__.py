@@ -4,7 +4,7 @@
 ``parl_algorithms.DQN`` imports ``parl_algorithms.torch.dqn`` on first access.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``, ``DDPG``, ``TD3``,
-``SAC``, ``CQL``.
+``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ _ALGORITHMS: dict[str, str] = {
     "SAC": "sac",
     "CQL": "cql",
     "IMPALA": "impala",
+    "OAC": "oac",
+    "IQL": "iql",
+    "DecisionTransformer": "dt",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]

@@ -278,3 +278,29 @@ def readable_shape_errors(method: Callable) -> Callable:
                              "model was built for, and actions / rewards shaped as the method documents") from err
 
     return wrapper
+
+
+def _drop_batch_axis(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.ndim >= 1 and value.shape[0] == 1:
+        return value[0]
+    if isinstance(value, tuple):
+        return tuple(_drop_batch_axis(v) for v in value)
+    return value
+
+
+def accepts_single_obs(method: Callable) -> Callable:
+    """Let ``method(obs, ...)`` take one unbatched vector observation, as PARL's algorithms do.
+
+    PARL hands ``obs`` straight to the model, so PARL code calls ``alg.predict(obs)`` with one
+    observation float32 ``[obs_dim]``. A 1-D ``obs`` is run as a batch of one ``[1, obs_dim]`` and the
+    batch axis is removed from every tensor of the result (``[num_actions]`` instead of
+    ``[1, num_actions]``, a 0-d action instead of ``[1]``). Batched input is unchanged.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, obs: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(obs, "ndim", None) != 1:
+            return method(self, obs, *args, **kwargs)
+        return _drop_batch_axis(method(self, as_float_tensor(obs, "obs")[None], *args, **kwargs))
+
+    return wrapper

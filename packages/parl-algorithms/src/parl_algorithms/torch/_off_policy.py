@@ -11,6 +11,7 @@ import torch
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch._common import (
+    accepts_single_obs,
     adam,
     column,
     continuous_actions,
@@ -118,11 +119,13 @@ class OffPolicyActorCritic(Algorithm):
 class DeterministicActorCritic(OffPolicyActorCritic):
     """Base of the deterministic-policy algorithms (DDPG, TD3): ``predict`` and ``sample`` are the policy."""
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
         return self.model.policy(obs_batch(obs, type(self).__name__))
 
+    @accepts_single_obs
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    accepts_single_obs,
     adam,
     clip_grad_norm,
     column,
@@ -88,6 +89,7 @@ class A2C(Algorithm):
             return logits, (value.squeeze(1) if value.ndim == 2 and value.shape[1] == 1 else value)
         return self._logits(obs), self._value(obs)
 
+    @accepts_single_obs
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample actions.
@@ -101,16 +103,19 @@ class A2C(Algorithm):
         logits, value = self._policy_and_value(obs_batch(obs, "A2C"))
         return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), value
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Greedy actions int64 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._logits(obs_batch(obs, "A2C")).argmax(dim=-1)
 
+    @accepts_single_obs
     @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values float32 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._value(obs_batch(obs, "A2C"))
 
+    @accepts_single_obs
     @readable_shape_errors
     def prob_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(probs float32 [B, num_actions], value float32 [B])``."""

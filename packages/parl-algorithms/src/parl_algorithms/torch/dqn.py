@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    accepts_single_obs,
     adam,
     clip_grad_norm,
     column,
@@ -71,18 +72,21 @@ class DQN(Algorithm):
                              f"[B, num_actions], got {getattr(q, 'shape', type(q).__name__)}")
         return q
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values of every action.
 
         Args:
-            obs: float32 ``[B, *obs_shape]``.
+            obs: float32 ``[B, *obs_shape]``, or one vector observation ``[obs_dim]`` (as PARL code passes).
 
         Returns:
-            float32 ``[B, num_actions]`` (the greedy action is ``argmax(-1)``).
+            float32 ``[B, num_actions]`` (``[num_actions]`` for one observation); the greedy action is
+            ``argmax(-1)``.
         """
         return self._q(self.model, obs_batch(obs, type(self).__name__))
 
+    @accepts_single_obs
     @readable_shape_errors
     def sample(self, obs: torch.Tensor, epsilon: float = 0.0) -> torch.Tensor:
         """Epsilon-greedy actions.
@@ -107,7 +111,7 @@ class DQN(Algorithm):
 
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
-              terminal: torch.Tensor) -> torch.Tensor:
+              terminal: torch.Tensor) -> float:
         """One gradient step on ``loss(Q(s, a), r + gamma * (1 - terminal) * max_a' Q_target(s', a'))``.
 
         Args:
@@ -118,7 +122,7 @@ class DQN(Algorithm):
             terminal: float32 / bool ``[B]`` or ``[B, 1]``: 1 if the episode terminated (not truncated).
 
         Returns:
-            the scalar loss tensor.
+            the loss as a Python float (PARL's ``loss.item()``).
 
         Raises:
             ValueError: shapes do not fit, or the actions are not discrete indices.
@@ -142,7 +146,7 @@ class DQN(Algorithm):
             clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
         self.optimizer.step()
         self.last_info = {"train/q_mean": float(pred.detach().mean()), "train/target_mean": float(target.mean())}
-        return loss
+        return loss.item()
 
     def sync_target(self) -> None:
         """Copy the model's weights into the target network."""

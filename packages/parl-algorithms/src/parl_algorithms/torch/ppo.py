@@ -12,6 +12,7 @@ import torch
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    accepts_single_obs,
     adam,
     clip_grad_norm,
     column,
@@ -119,6 +120,7 @@ class PPO(Algorithm):
         return value
 
     # -- PARL's interface ------------------------------------------------------------------------
+    @accepts_single_obs
     @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values.
@@ -131,6 +133,7 @@ class PPO(Algorithm):
         """
         return self._value(obs_batch(obs, "PPO")).unsqueeze(1)
 
+    @accepts_single_obs
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for data collection (PARL's return order).
@@ -152,6 +155,7 @@ class PPO(Algorithm):
         log_prob, entropy = self._log_prob_entropy(params, action)
         return self._value(obs).unsqueeze(1), action, log_prob, entropy
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions: the Gaussian mean (continuous) or ``argmax`` of the logits (discrete).

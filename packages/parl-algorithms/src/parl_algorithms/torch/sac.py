@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from parl_algorithms.torch import functional
-from parl_algorithms.torch._common import obs_batch, positive, readable_shape_errors, two_q
+from parl_algorithms.torch._common import accepts_single_obs, obs_batch, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
 
@@ -63,6 +63,7 @@ class SAC(OffPolicyActorCritic):
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
             self.actor_optimizer.add_param_group({"params": [self.log_alpha], "lr": lr})
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
@@ -82,6 +83,7 @@ class SAC(OffPolicyActorCritic):
         log_prob = functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
         return torch.tanh(pre_tanh), log_prob
 
+    @accepts_single_obs
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised sample of the squashed Gaussian policy.

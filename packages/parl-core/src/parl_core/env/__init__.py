@@ -1,20 +1,34 @@
-"""gymnasium helpers: :class:`CompatWrapper` (old gym API -> gymnasium), :class:`ActionMappingWrapper`.
+"""Environment helpers, under PARL's module paths.
+
+- :class:`CompatWrapper` (``compat_wrappers``): a gymnasium env presented through the old gym API, as
+  PARL code expects (``reset() -> obs``, 4-tuple ``step``, ``seed()``, ``_max_episode_steps``).
+- :class:`OldGymToGymnasiumWrapper` (``gymnasium_wrappers``): the reverse, an old gym-style env
+  presented as a gymnasium env, keeping ``truncated`` apart from ``terminated``.
+- :class:`ActionMappingWrapper` (``continuous_wrappers``), :func:`wrap_rms` (``mujoco_wrappers``),
+  :class:`VectorEnv` (``vector_env``).
 
 gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["ActionMappingWrapper", "CompatWrapper"]
+# public name -> submodule that defines it
+_HOMES = {
+    "ActionMappingWrapper": "continuous_wrappers",
+    "CompatWrapper": "compat_wrappers",
+    "OldGymToGymnasiumWrapper": "gymnasium_wrappers",
+    "VectorEnv": "vector_env",
+    "wrap_rms": "mujoco_wrappers",
+}
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from parl_core.env import compat_wrappers
-
-        return getattr(compat_wrappers, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"parl_core.env.{_HOMES[name]}"), name)
     raise AttributeError(f"module 'parl_core.env' has no attribute {name!r}")
 
 

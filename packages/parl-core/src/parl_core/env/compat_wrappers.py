@@ -1,127 +1,67 @@
-"""Adapters between old gym-style environments and the gymnasium API.
+"""PARL's :class:`CompatWrapper`: a gymnasium (or gym >= 0.26) env presented through the old gym API.
 
-:class:`CompatWrapper` is the reverse of the original PARL's wrapper of the same name: PARL made new gym
-envs look old (and dropped ``truncated``); this one makes an **old** gym-style env (``reset() -> obs``,
-``step() -> (obs, reward, done, info)``, ``seed(s)``) look like a gymnasium env (``reset(seed=...) ->
-(obs, info)``, ``step() -> (obs, reward, terminated, truncated, info)``), keeping time-limit truncation
-apart from true termination so that algorithms bootstrap correctly.
+PARL 2.x code is written against the old gym API::
+
+    obs = env.reset()
+    obs, reward, done, info = env.step(action)
+    env.seed(seed)
+    env._max_episode_steps
+
+and wraps every env in ``CompatWrapper`` so that it also runs on the new API (``reset() -> (obs, info)``,
+5-tuple ``step``, ``reset(seed=...)``). This module is that wrapper. An env that already follows the old
+API passes through unchanged, as PARL's does under gym < 0.26.
+
+The reverse direction (an old env presented as a gymnasium env, keeping ``truncated``) is
+:class:`parl_core.env.OldGymToGymnasiumWrapper`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
-
-__all__ = ["ActionMappingWrapper", "CompatWrapper"]
+__all__ = ["CompatWrapper", "Wrapper"]
 
 
-def _to_gymnasium_space(space: Any) -> spaces.Space:
-    """Convert a ``gym.spaces`` object (or anything shaped like one) into a gymnasium space."""
-    if space is None or isinstance(space, spaces.Space):
-        return space
-    if hasattr(space, "n") and not hasattr(space, "low"):
-        return spaces.Discrete(int(space.n))
-    if hasattr(space, "low") and hasattr(space, "high"):
-        dtype = np.dtype(getattr(space, "dtype", None) or np.float32)
-        return spaces.Box(low=np.asarray(space.low, dtype=dtype), high=np.asarray(space.high, dtype=dtype),
-                          dtype=dtype)
-    raise TypeError(f"CompatWrapper cannot convert the space {space!r}; give the env gymnasium spaces "
-                    "(gymnasium.spaces.Box / Discrete)")
-
-
-def _find_max_episode_steps(env: Any) -> int | None:
-    spec = getattr(env, "spec", None)
-    limit = getattr(spec, "max_episode_steps", None)
+def _max_episode_steps_of(env: Any) -> int | None:
+    limit = getattr(env, "_max_episode_steps", None)
     if limit is None:
-        limit = getattr(env, "_max_episode_steps", None)
+        limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
     return int(limit) if limit else None
 
 
-class CompatWrapper(gym.Env):
-    """Present an old gym-style environment through the gymnasium API.
+class Wrapper:
+    """Base of PARL's old-API wrappers: forwards everything it does not define to ``self.env``.
 
-    - ``reset(seed=None, options=None) -> (obs, info)``: a seed is passed to the old env's ``seed(s)``
-      (or to ``reset(seed=s)`` if it has no ``seed``).
-    - ``step(action) -> (obs, reward, terminated, truncated, info)``: a ``done`` is split using
-      ``info["TimeLimit.truncated"]`` when the env reports it (gym's ``TimeLimit`` does); otherwise a
-      ``done`` on the ``max_episode_steps``-th step counts as truncation. The wrapper also enforces
-      ``max_episode_steps`` itself (``truncated=True`` at the limit, as gymnasium's ``TimeLimit``).
-    - An env that already follows the gymnasium API (5-tuple ``step``) passes through unchanged.
+    Unlike ``gymnasium.Wrapper`` it accepts any env object (old API or new) and checks nothing, as
+    ``gym.Wrapper`` did in gym < 0.26.
 
     Args:
-        env: the old-style environment.
-        max_episode_steps: the episode step limit; default: ``env.spec.max_episode_steps`` or
-            ``env._max_episode_steps``; ``None`` for no limit.
-
-    Raises:
-        TypeError: the env's spaces cannot be converted to gymnasium spaces.
+        env: the wrapped environment.
     """
 
-    def __init__(self, env: Any, max_episode_steps: int | None = None) -> None:
+    def __init__(self, env: Any) -> None:
         self.env = env
-        self.observation_space = _to_gymnasium_space(getattr(env, "observation_space", None))
-        self.action_space = _to_gymnasium_space(getattr(env, "action_space", None))
-        self.max_episode_steps = max_episode_steps if max_episode_steps is not None else _find_max_episode_steps(env)
-        self.metadata = dict(getattr(env, "metadata", None) or {})
-        self.render_mode = getattr(env, "render_mode", None)
-        self._elapsed_steps = 0
-
-    @property
-    def unwrapped(self) -> Any:
-        """The innermost environment (the old-style one's own ``unwrapped`` when it has one)."""
-        return getattr(self.env, "unwrapped", self.env)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name == "env":
+        if name == "env":  # not set yet (e.g. during unpickling): do not recurse
             raise AttributeError(name)
         return getattr(self.env, name)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
-        """Reset the env; returns ``(obs, info)``."""
-        self._elapsed_steps = 0
-        kwargs: dict[str, Any] = {}
-        if seed is not None:
-            if callable(getattr(self.env, "seed", None)):
-                self.env.seed(seed)
-            else:
-                kwargs["seed"] = seed
-        if options is not None:
-            kwargs["options"] = options
-        result = self.env.reset(**kwargs)
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
-            return result[0], dict(result[1])
-        return result, {}
+    def reset(self, **kwargs: Any) -> Any:
+        """Reset the wrapped env."""
+        return self.env.reset(**kwargs)
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        """Step the env; returns ``(obs, reward, terminated, truncated, info)``."""
-        result = self.env.step(action)
-        self._elapsed_steps += 1
-        at_limit = self.max_episode_steps is not None and self._elapsed_steps >= self.max_episode_steps
-        if len(result) == 5:
-            obs, reward, terminated, truncated, info = result
-            return obs, reward, bool(terminated), bool(truncated) or (at_limit and not terminated), info
-        if len(result) != 4:
-            raise ValueError(f"CompatWrapper: the env's step() returned {len(result)} values; expected the old "
-                             "gym API (obs, reward, done, info) or gymnasium's 5-tuple")
-        obs, reward, done, info = result
-        info = dict(info or {})
-        done = bool(done)
-        if done and "TimeLimit.truncated" in info:
-            truncated = bool(info["TimeLimit.truncated"])
-            terminated = not truncated
-        elif done:
-            truncated = at_limit
-            terminated = not at_limit
-        else:
-            terminated, truncated = False, at_limit
-        return obs, reward, terminated, truncated, info
+    def step(self, action: Any) -> Any:
+        """Step the wrapped env."""
+        return self.env.step(action)
 
-    def render(self) -> Any:
+    def seed(self, seed: int | None = None) -> Any:
+        """Seed the wrapped env (old API)."""
+        return self.env.seed(seed)
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
         """Render the wrapped env."""
-        return self.env.render()
+        return self.env.render(*args, **kwargs)
 
     def close(self) -> None:
         """Close the wrapped env."""
@@ -129,32 +69,98 @@ class CompatWrapper(gym.Env):
         if callable(close):
             close()
 
+    @property
+    def unwrapped(self) -> Any:
+        """The innermost environment."""
+        return getattr(self.env, "unwrapped", self.env)
 
-class ActionMappingWrapper(gym.wrappers.RescaleAction):
-    """Let a policy act in ``[-1, 1]`` on an env with any ``Box`` action bounds (PARL's wrapper).
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}{self.env!r}>"
 
-    ``env_action = low + (action + 1) / 2 * (high - low)``; the wrapper's ``action_space`` is
-    ``Box(-1, 1)``. Built on gymnasium's ``RescaleAction``, plus PARL's range check.
+
+class CompatWrapper(Wrapper):
+    """Present a gymnasium (new-API) env through the old gym API, as PARL's ``CompatWrapper`` does.
+
+    - ``reset(**kwargs) -> obs`` (the ``info`` of the new API is dropped).
+    - ``step(action) -> (obs, reward, done, info)`` with ``done = terminated or truncated``; the split is
+      kept in ``info["TimeLimit.truncated"]`` (gym's own convention) so code that bootstraps on
+      truncation can still tell them apart.
+    - ``seed(seed)``: the seed is passed to the next ``reset(seed=...)`` (and to the action space).
+      PARL re-passed it to **every** reset, so every episode started from the same state; here only the
+      first reset after ``seed()`` is seeded and later episodes continue the env's random stream.
+    - ``_max_episode_steps``: the env's step limit (``env.spec.max_episode_steps``); ``done`` is also
+      forced at that step, as PARL's wrapper does.
+
+    The API of the wrapped env is detected from what ``reset`` / ``step`` return, so an old-API env
+    passes through unchanged.
 
     Args:
-        env: a gymnasium env with a ``Box`` action space.
-
-    Raises:
-        TypeError: the action space is not a ``Box``.
-        ValueError (from :meth:`action`): an action lies outside ``[-1, 1]`` (clip it, e.g.
-            ``np.clip(action, -1, 1)``, or squash the policy output with ``tanh``).
+        env: a gymnasium env (``gymnasium.make(...)``) or an old gym-style env.
     """
 
-    def __init__(self, env: gym.Env) -> None:
-        space = env.action_space
-        dtype = space.dtype if isinstance(space, spaces.Box) else np.float32
-        super().__init__(env, min_action=np.full(space.shape, -1.0, dtype=dtype),
-                         max_action=np.full(space.shape, 1.0, dtype=dtype))
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        limit = _max_episode_steps_of(env)
+        if limit is not None:
+            self._max_episode_steps = limit
+        self._pending_seed: int | None = None
+        self._has_old_seed = callable(getattr(env, "seed", None))
+        self.count_ep_step = 0
 
-    def action(self, action: Any) -> Any:
-        """Map an action in ``[-1, 1]`` to the env's bounds."""
-        array = np.asarray(action)
-        if np.any(array < -1.0 - 1e-6) or np.any(array > 1.0 + 1e-6):
-            raise ValueError(f"ActionMappingWrapper expects actions in [-1, 1], got {action!r}; clip them with "
-                             "np.clip(action, -1, 1) or squash the policy output with tanh")
-        return super().action(action)
+    def reset(self, **kwargs: Any) -> Any:
+        """Reset the env; returns the first observation only (old API).
+
+        Args:
+            **kwargs: passed to the env's ``reset`` (e.g. ``options=``).
+        """
+        self.count_ep_step = 0
+        if self._pending_seed is not None and not self._has_old_seed:
+            kwargs.setdefault("seed", self._pending_seed)
+            self._pending_seed = None
+        result = self.env.reset(**kwargs)
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+            return result[0]
+        return result
+
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        """Seed the env: the next ``reset()`` uses it (old-API envs: their own ``seed``).
+
+        Returns:
+            ``[seed]``, as gym's ``Env.seed`` did.
+        """
+        if self._has_old_seed:
+            result = self.env.seed(seed)
+            return list(result) if isinstance(result, (list, tuple)) else [seed]
+        self._pending_seed = seed
+        action_space = getattr(self.env, "action_space", None)
+        if seed is not None and callable(getattr(action_space, "seed", None)):
+            action_space.seed(seed)
+        return [seed]
+
+    def step(self, action: Any) -> tuple[Any, float, bool, dict]:
+        """Step the env; returns ``(obs, reward, done, info)``.
+
+        Raises:
+            ValueError: the env's ``step`` returned neither 4 nor 5 values.
+        """
+        result = self.env.step(action)
+        self.count_ep_step += 1
+        if len(result) == 5:
+            obs, reward, terminated, truncated, info = result
+            info = dict(info or {})
+            done = bool(terminated) or bool(truncated)
+            if truncated and not terminated:
+                info["TimeLimit.truncated"] = True
+        elif len(result) == 4:
+            obs, reward, done, info = result
+        else:
+            raise ValueError(f"CompatWrapper: the env's step() returned {len(result)} values; expected gymnasium's "
+                             "(obs, reward, terminated, truncated, info) or the old (obs, reward, done, info)")
+        limit = getattr(self, "_max_episode_steps", None)
+        if limit is not None and self.count_ep_step >= limit and not done:
+            done = True
+            info = dict(info or {})
+            info["TimeLimit.truncated"] = True
+        if done:
+            self.count_ep_step = 0
+        return obs, reward, done, info

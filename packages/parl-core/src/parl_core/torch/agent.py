@@ -74,14 +74,23 @@ class Agent:
     # -- numpy <-> tensor ------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
-        """The device of the algorithm's main model (CPU when it has no parameters)."""
-        device = getattr(self.alg, "device", None)
+        """The device tensors are put on: the algorithm's main model's (CPU when it has no parameters).
+
+        PARL's ``Agent`` has no such property and PARL user agents set their own
+        (``self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``): assigning it
+        is allowed and overrides the default for this agent's conversions.
+        """
+        device = self.__dict__.get("_device") or getattr(self.alg, "device", None)
         if device is not None:
             return torch.device(device)
         model = self.alg.model
         for param in model.parameters() if model is not None else ():
             return param.device
         return torch.device("cpu")
+
+    @device.setter
+    def device(self, value: str | torch.device | None) -> None:
+        self.__dict__["_device"] = None if value is None else torch.device(value)
 
     def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
         device = self.device
@@ -104,12 +113,12 @@ class Agent:
         return self._call("sample", args, kwargs)
 
     # -- weights ---------------------------------------------------------------------------------
-    def get_weights(self) -> dict[str, dict]:
-        """Weights of every model of the algorithm (see ``Algorithm.get_weights``)."""
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Weights of the algorithm's main model, ``{name: np.ndarray}`` (PARL's; see ``Algorithm.get_weights``)."""
         return self.alg.get_weights()
 
-    def set_weights(self, weights: dict[str, dict]) -> None:
-        """Load weights from ``get_weights`` (see ``Algorithm.set_weights``)."""
+    def set_weights(self, weights: dict[str, Any]) -> None:
+        """Load weights from ``get_weights`` or ``Algorithm.get_all_weights`` (see ``Algorithm.set_weights``)."""
         self.alg.set_weights(weights)
 
     # -- modes -----------------------------------------------------------------------------------

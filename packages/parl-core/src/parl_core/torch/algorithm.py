@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 from parl_core.torch.model import Model
@@ -70,7 +71,22 @@ class Algorithm:
         """Every model the algorithm owns, by attribute name (``"model"``, ``"target_model"``, ...)."""
         return dict(self._named((Model,)))
 
-    def get_weights(self) -> dict[str, dict]:
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Weights of the main model ``self.model`` (PARL's ``Algorithm.get_weights``).
+
+        Returns:
+            ``{parameter name: np.ndarray}``, the model's ``state_dict`` as numpy arrays. Target
+            networks are not included (as in PARL); :meth:`get_all_weights` has every model.
+
+        Raises:
+            ValueError: the algorithm has no ``self.model`` (use :meth:`get_all_weights`).
+        """
+        if self.model is None:
+            raise ValueError(f"{type(self).__name__} has no self.model; use get_all_weights() for the weights of "
+                             f"the models it owns ({sorted(self.models())})")
+        return self.model.get_weights()
+
+    def get_all_weights(self) -> dict[str, dict[str, np.ndarray]]:
         """Weights of every model the algorithm owns, target networks included.
 
         Returns:
@@ -78,8 +94,8 @@ class Algorithm:
         """
         return {key: model.get_weights() for key, model in self.models().items()}
 
-    def set_weights(self, weights: Mapping[str, Mapping]) -> None:
-        """Load weights produced by :meth:`get_weights`.
+    def set_weights(self, weights: Mapping[str, Any]) -> None:
+        """Load weights from :meth:`get_weights` (into ``self.model``) or :meth:`get_all_weights` (every model).
 
         Raises:
             TypeError: ``weights`` is not a mapping.
@@ -87,10 +103,16 @@ class Algorithm:
         """
         if not isinstance(weights, Mapping):
             raise TypeError(f"set_weights expects the dict returned by get_weights(), got {type(weights).__name__}")
+        if not weights or not all(isinstance(value, Mapping) for value in weights.values()):
+            if self.model is None:
+                raise ValueError(f"{type(self).__name__} has no self.model to load {{name: array}} weights into; "
+                                 "pass the output of get_all_weights()")
+            self.model.set_weights(weights)
+            return
         models = self.models()
         if set(weights) != set(models):
             raise ValueError(f"{type(self).__name__}.set_weights: weights cover models {sorted(weights)}, the "
-                             f"algorithm owns {sorted(models)}; pass the output of get_weights()")
+                             f"algorithm owns {sorted(models)}; pass the output of get_all_weights()")
         for key, model in models.items():
             model.set_weights(weights[key])
 

@@ -9,8 +9,10 @@ from parl_core.utils.machine_info import (
     get_free_tcp_port,
     get_gpu_count,
     get_ip_address,
+    get_port_from_range,
     is_gpu_available,
     is_port_available,
+    is_xpu_available,
 )
 from parl_core.utils.model_check import check_model_method
 from parl_core.utils.np_utils import np_cross_entropy, np_softmax
@@ -34,8 +36,10 @@ __all__ = [
     "get_free_tcp_port",
     "get_gpu_count",
     "get_ip_address",
+    "get_port_from_range",
     "is_gpu_available",
     "is_port_available",
+    "is_xpu_available",
     "np_cross_entropy",
     "np_softmax",
     "logger",

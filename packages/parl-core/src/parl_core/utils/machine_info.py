@@ -6,11 +6,13 @@ Nothing runs at import; each function does its work when called.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
 
-__all__ = ["get_free_tcp_port", "get_gpu_count", "get_ip_address", "is_gpu_available", "is_port_available"]
+__all__ = ["get_free_tcp_port", "get_gpu_count", "get_ip_address", "get_port_from_range", "is_gpu_available",
+           "is_port_available", "is_xpu_available"]
 
 
 def get_free_tcp_port(host: str = "127.0.0.1") -> int:
@@ -64,3 +66,34 @@ def get_gpu_count() -> int:
 def is_gpu_available() -> bool:
     """True when at least one NVIDIA GPU is visible (see :func:`get_gpu_count`)."""
     return get_gpu_count() > 0
+
+
+def is_xpu_available() -> bool:
+    """True when a Kunlun XPU is selected (``FLAGS_selected_xpus`` set) and paddle was built with XPU support.
+
+    Only paddle runs on XPUs; without paddle installed this is ``False``.
+    """
+    if int(os.environ.get("FLAGS_selected_xpus", "-1").split(",")[0] or -1) < 0:
+        return False
+    try:
+        import paddle
+    except ImportError:
+        return False
+    return bool(paddle.is_compiled_with_xpu())
+
+
+def get_port_from_range(start: int, end: int, host: str = "127.0.0.1", max_tries: int = 1000) -> int:
+    """A free TCP port in ``[start, end]`` (both included), tried in random order.
+
+    Raises:
+        ValueError: ``start > end``.
+        RuntimeError: no port of the range is free (after ``max_tries`` tries); widen the range.
+    """
+    if start > end:
+        raise ValueError(f"get_port_from_range: start ({start}) must be <= end ({end})")
+    candidates = list(range(int(start), int(end) + 1))
+    random.shuffle(candidates)
+    for port in candidates[:max_tries]:
+        if is_port_available(port, host):
+            return port
+    raise RuntimeError(f"no free TCP port in [{start}, {end}] on {host}; widen the range or free a port")

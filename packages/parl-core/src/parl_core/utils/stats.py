@@ -58,7 +58,13 @@ class TimeStat(WindowStat):
         with learn_time:
             agent.learn(...)
         print(learn_time.mean)
+
+    Args:
+        window_size: how many recent durations to keep (PARL's default: 1, the last one).
     """
+
+    def __init__(self, window_size: int = 1) -> None:
+        super().__init__(window_size)
 
     def __enter__(self) -> TimeStat:
         self._start = time.perf_counter()

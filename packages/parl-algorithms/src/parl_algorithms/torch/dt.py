@@ -1,0 +1,117 @@
+"""Decision Transformer (Chen, Lu, Rajeswaran, Lee, Grover, Laskin, Abbeel, Srinivas and Mordatch 2021,
+"Decision Transformer: Reinforcement Learning via Sequence Modeling", NeurIPS), with PARL's
+``DecisionTransformer`` API: offline RL as return-conditioned behaviour cloning of action sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from parl_algorithms._validation import check_model_method
+from parl_algorithms.torch._common import clip_grad_norm, positive
+from parl_core.torch import Algorithm, Model
+
+__all__ = ["DecisionTransformer"]
+
+
+def _check(tensor: Any, name: str, shape: str, rank: int, batch: int | None, length: int | None) -> torch.Tensor:
+    if not isinstance(tensor, torch.Tensor) or tensor.ndim != rank or (batch is not None and tensor.shape[0] != batch) \
+            or (length is not None and tensor.shape[1] != length):
+        got = tuple(tensor.shape) if hasattr(tensor, "shape") else type(tensor).__name__
+        raise ValueError(f"DecisionTransformer.learn: {name} must be a tensor {shape}, got {got}; batch segments as "
+                         "[B, K, ...] with K the context length")
+    return tensor
+
+
+class DecisionTransformer(Algorithm):
+    """Train a return-conditioned sequence model to predict the dataset's actions (Chen et al. 2021).
+
+    ``learn`` takes a batch of trajectory segments of ``K`` steps and minimises the mean squared error
+    between the model's action predictions and the dataset's actions over the unpadded positions, with
+    AdamW, a linear learning-rate warm-up over ``warmup_steps`` and the global gradient norm clipped to
+    ``max_grad_norm`` (the paper's settings; PARL's).
+
+    The model must define ``forward(states, actions, rewards, returns_to_go, timesteps,
+    attention_mask=None) -> (state_preds, action_preds, reward_preds)`` with ``action_preds`` float32
+    ``[B, K, act_dim]``, and ``get_action(states, actions, rewards, returns_to_go, timesteps)`` for
+    acting (PARL's model contract).
+
+    Args:
+        model: the sequence model.
+        learning_rate: AdamW learning rate after the warm-up (> 0).
+        warmup_steps: ``learn`` calls over which the learning rate rises linearly to ``learning_rate``.
+        weight_decay: AdamW weight decay (>= 0).
+        max_grad_norm: clip of the global gradient norm (0.25 as PARL and the paper).
+
+    Raises:
+        ValueError: the model lacks ``forward`` / ``get_action``, or a hyperparameter is out of range.
+    """
+
+    def __init__(self, model: Model, learning_rate: float | None = None, warmup_steps: int | None = None,
+                 weight_decay: float | None = None, *, max_grad_norm: float = 0.25) -> None:
+        super().__init__(model)
+        check_model_method(model, "forward", "DecisionTransformer")
+        check_model_method(model, "get_action", "DecisionTransformer")
+        self.learning_rate = positive(learning_rate, "learning_rate", "DecisionTransformer", "1e-4")
+        if warmup_steps is None or isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) \
+                or warmup_steps < 1:
+            raise ValueError(f"DecisionTransformer needs warmup_steps >= 1, got {warmup_steps!r}; e.g. "
+                             "DecisionTransformer(model, warmup_steps=10_000)")
+        if weight_decay is None or isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) \
+                or weight_decay < 0:
+            raise ValueError(f"DecisionTransformer needs weight_decay >= 0, got {weight_decay!r}; e.g. "
+                             "DecisionTransformer(model, weight_decay=1e-4)")
+        self.warmup_steps, self.weight_decay = warmup_steps, float(weight_decay)
+        self.max_grad_norm = positive(max_grad_norm, "max_grad_norm", "DecisionTransformer", "0.25")
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
+                                                           lambda step: min((step + 1) / self.warmup_steps, 1.0))
+
+    def predict(self, states: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                returns_to_go: torch.Tensor, timesteps: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        """The model's next action given the trajectory so far (``model.get_action``)."""
+        return self.model.get_action(states, actions, rewards, returns_to_go, timesteps)
+
+    def learn(self, states: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor, dones: torch.Tensor,
+              rtg: torch.Tensor, timesteps: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """One AdamW step on the action MSE of a batch of segments.
+
+        Args:
+            states: float32 ``[B, K, obs_dim]``.
+            actions: float32 ``[B, K, act_dim]`` (the targets).
+            rewards: float32 ``[B, K, 1]``.
+            dones: ``[B, K]`` (unused by the loss; PARL's signature).
+            rtg: float32 ``[B, K + 1, 1]`` returns-to-go (PARL's data loader appends one step; the first
+                ``K`` condition the model). ``[B, K, 1]`` is accepted too.
+            timesteps: int64 ``[B, K]`` positions in the episode.
+            attention_mask: ``[B, K]``, 1 for real steps, 0 for left padding.
+
+        Returns:
+            the scalar loss tensor (PARL's return; ``loss.item()`` for a float).
+
+        Raises:
+            ValueError: a tensor's shape does not fit, or the mask selects no step.
+        """
+        batch, length = _check(states, "states", "[B, K, obs_dim]", 3, None, None).shape[:2]
+        _check(actions, "actions", "[B, K, act_dim]", 3, batch, length)
+        _check(attention_mask, "attention_mask", "[B, K]", 2, batch, length)
+        _check(timesteps, "timesteps", "[B, K]", 2, batch, length)
+        rtg = _check(rtg, "rtg", "[B, K + 1, 1]", 3, batch, None)
+        if rtg.shape[1] not in (length, length + 1):
+            raise ValueError(f"DecisionTransformer.learn: rtg must have K or K + 1 = {length + 1} steps, got "
+                             f"{rtg.shape[1]}")
+        _, action_preds, _ = self.model(states, actions, rewards, rtg[:, :length], timesteps,
+                                        attention_mask=attention_mask)
+        real = attention_mask.reshape(-1) > 0
+        if not bool(real.any()):
+            raise ValueError("DecisionTransformer.learn: attention_mask selects no step; each segment needs at "
+                             "least one real (mask 1) step")
+        act_dim = actions.shape[2]
+        loss = torch.mean((action_preds.reshape(-1, act_dim)[real] - actions.reshape(-1, act_dim)[real]) ** 2)
+        self.optimizer.zero_grad()
+        loss.backward()
+        clip_grad_norm(self.model.parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss

@@ -1,0 +1,4 @@
+"""``parl.core``: PARL's module paths of the backends (``parl.core.torch``), aliases of ``parl_core``.
+
+Importing ``parl.core`` imports no deep-learning framework; ``parl.core.torch`` imports torch.
+"""
