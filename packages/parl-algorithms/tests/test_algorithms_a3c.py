@@ -137,7 +137,7 @@ def test_learn_on_random_data_and_weights_round_trip(model_cls, obs_shape):
         losses = agent.learn(*_batch(rng, obs_shape), 1e-2, -0.01)
         assert len(losses) == 4 and all(math.isfinite(x) for x in losses), losses
     after = agent.alg.model.get_weights()
-    assert any(not np.array_equal(after[k], before["model"][k]) for k in after), "learn() did not change the model"
+    assert any(not np.array_equal(after[k], before[k]) for k in after), "learn() did not change the model"
     if model_cls is ConvAC:
         assert agent.alg.model.fused_calls >= 4  # sample + 3 learns used the one-pass policy_and_value
     agent.set_weights(before)
