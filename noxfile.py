@@ -45,7 +45,8 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 # Extra third-party packages a package's tests need (never part of its runtime dependencies).
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15"),
-    "parl-algorithms": ("torch>=2.1",),  # the algorithms are torch-backed (parl-core[torch]); pinned by constraints
+    "parl-algorithms": ("torch>=2.1",  # the algorithms are torch-backed (parl-core[torch]); pinned by constraints
+                        "ale-py>=0.9", "opencv-python-headless>=4.8"),  # Atari: wrap_deepmind, examples/impala
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0"),

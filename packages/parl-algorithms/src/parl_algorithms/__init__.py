@@ -26,6 +26,7 @@ _ALGORITHMS: dict[str, str] = {
     "TD3": "td3",
     "SAC": "sac",
     "CQL": "cql",
+    "IMPALA": "impala",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]

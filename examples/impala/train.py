@@ -1,0 +1,357 @@
+"""IMPALA with remote actors on the cluster: CartPole-v1 by default, Atari (PongNoFrameskip-v4, ...) through
+``parl.env.atari_wrappers.wrap_deepmind``.
+
+Algorithm box (Espeholt et al. 2018, "IMPALA: Scalable Distributed Deep-RL with Importance Weighted
+Actor-Learner Architectures"):
+
+    actors (``@parl.remote_class``, one process each): own E envs and a copy of the policy;
+        sample(weights) -> loads the weights if given, then plays T steps of the E envs with the policy
+        and returns the unroll [T, E, ...] (obs, actions, behaviour logits, rewards, dones) as numpy
+    learner (this process): keeps `--inflight` calls queued on every actor (futures, `wait=False`), so an
+        actor starts its next unroll while the learner trains; takes unrolls in the order they complete;
+        IMPALA.learn on each (V-trace corrects for the actor's stale policy) and sends the new weights,
+        one {name: ndarray} message, with that actor's next call
+    a dead actor (ActorDiedError from its future) is logged with its cause and replaced; training goes on
+    CartPole: once the recent training return is high, evaluate 10 greedy episodes; stop at --target-return
+
+Usage::
+
+    python examples/impala/train.py --actors 2 --seed 0                     # embedded local cluster
+    xparl start --port 8010 --cpu-num 4 && python examples/impala/train.py --address localhost:8010
+    python examples/impala/train.py --env PongNoFrameskip-v4 --actors 2 --total-steps 5000000
+
+Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...),
+``<logdir>/curve.csv`` (env_steps, wall_s, training-episode return) and tensorboard scalars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import json
+import logging
+import os
+import time
+from collections import deque
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+import parl
+from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
+from parl.utils import summary
+from parl_remote import ActorDiedError
+
+logger = logging.getLogger("impala")
+
+# Per-env defaults. CartPole: tuned here. Atari: PARL's examples/IMPALA/impala_config.py (42x42 frames,
+# unrolls of 50 steps, lr 1e-3 decayed, entropy -0.01), with fewer envs per actor for a small machine.
+CONFIGS = {
+    "vector": dict(envs_per_actor=8, unroll_length=20, lr=3e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
+                   hidden=64, total_steps=500_000, target_return=475.0, eval_trigger=400.0),
+    "atari": dict(envs_per_actor=8, unroll_length=50, lr=1e-3, lr_final=1e-4, entropy_coeff=-0.01, gamma=0.99,
+                  dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf")),
+}
+EVAL_EPISODES = 10
+
+
+def is_atari(env_id: str) -> bool:
+    return "NoFrameskip" in env_id or env_id.startswith("ALE/")
+
+
+def make_env(env_id: str, dim: int = 42) -> gym.Env:
+    """One env with a MonitorEnv that records whole-episode returns (Atari: whole games, unclipped)."""
+    if is_atari(env_id):
+        import ale_py
+
+        gym.register_envs(ale_py)
+        return wrap_deepmind(gym.make(env_id), dim=dim, obs_format="NCHW")
+    return MonitorEnv(gym.make(env_id))
+
+
+class MLPModel(parl.Model):
+    """Separate policy and value MLPs (tanh) for vector observations float32 [B, obs_dim]."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
+        super().__init__()
+        self.pi = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                nn.Linear(hidden, num_actions))
+        self.v = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                               nn.Linear(hidden, 1))
+
+    def policy(self, obs):
+        """logits float32 [B, num_actions]."""
+        return self.pi(obs)
+
+    def value(self, obs):
+        """float32 [B, 1]."""
+        return self.v(obs)
+
+
+class AtariModel(parl.Model):
+    """Conv torso shared by the policy and value heads, for stacked frames uint8/float32 [B, 4, 42, 42]
+    (pixel values 0..255; PARL's 42x42 IMPALA Atari setting)."""
+
+    def __init__(self, num_actions: int, dim: int = 42):
+        super().__init__()
+        self.torso = nn.Sequential(nn.Conv2d(4, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2),
+                                   nn.ReLU(), nn.Flatten())
+        with torch.no_grad():
+            flat = self.torso(torch.zeros(1, 4, dim, dim)).shape[1]
+        self.fc = nn.Sequential(nn.Linear(flat, 256), nn.ReLU())
+        self.pi = nn.Linear(256, num_actions)
+        self.v = nn.Linear(256, 1)
+
+    def _features(self, obs):
+        return self.fc(self.torso(obs / 255.0))
+
+    def policy_and_value(self, obs):
+        """(logits float32 [B, num_actions], value float32 [B, 1]) in one pass of the torso."""
+        h = self._features(obs)
+        return self.pi(h), self.v(h)
+
+    def policy(self, obs):
+        return self.pi(self._features(obs))
+
+    def value(self, obs):
+        return self.v(self._features(obs))
+
+
+def build_model(env: gym.Env, cfg: dict) -> parl.Model:
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise SystemExit(f"IMPALA here needs a Discrete action space, {env.spec.id} has {env.action_space}")
+    num_actions = int(env.action_space.n)
+    if "dim" in cfg:
+        return AtariModel(num_actions, cfg["dim"])
+    return MLPModel(env.observation_space.shape[0], num_actions, cfg["hidden"])
+
+
+@parl.remote_class(wait=False)
+class Actor:
+    """Plays ``num_envs`` envs with the latest policy it was sent; one call = one unroll of T steps."""
+
+    def __init__(self, env_id: str, num_envs: int, unroll_length: int, cfg: dict, seed: int):
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.envs = [make_env(env_id, cfg.get("dim", 42)) for _ in range(num_envs)]
+        self.model = build_model(self.envs[0], cfg)
+        self.alg = parl.algorithms.IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"])
+        self.unroll_length = unroll_length
+        self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
+
+    def pid(self) -> int:
+        """This actor's process id (the fault test kills it)."""
+        return os.getpid()
+
+    def sample(self, weights: dict | None) -> dict:
+        """Load ``weights`` (``{name: ndarray}``, or None to keep the current ones), play one unroll.
+
+        Returns:
+            ``obs [T, E, *obs_shape]`` (env dtype), ``actions`` int64 ``[T, E]``, ``behaviour_logits``
+            float32 ``[T, E, A]``, ``rewards`` float32 ``[T, E]``, ``dones`` bool ``[T, E]``
+            (terminated or truncated), ``episode_returns`` float64 ``[n]`` of the episodes that ended,
+            ``t_start`` / ``t_end`` (``time.time()`` s when the call began / the unroll was done).
+        """
+        t_start = time.time()
+        if weights is not None:  # received arrays are read-only views of the message (torch warns on those)
+            self.model.set_weights({name: np.array(value) for name, value in weights.items()})
+        T, E = self.unroll_length, len(self.envs)
+        obs = np.empty((T, *self.obs.shape), self.obs.dtype)
+        actions = np.empty((T, E), np.int64)
+        rewards = np.empty((T, E), np.float32)
+        dones = np.empty((T, E), bool)
+        logits = None
+        with torch.inference_mode():
+            for t in range(T):
+                obs[t] = self.obs
+                action, logit = self.alg.sample(torch.from_numpy(self.obs).float())
+                if logits is None:
+                    logits = np.empty((T, E, logit.shape[1]), np.float32)
+                logits[t] = logit.numpy()
+                actions[t] = action.numpy()
+                for i, env in enumerate(self.envs):
+                    next_obs, reward, terminated, truncated, _ = env.step(int(actions[t, i]))
+                    if terminated or truncated:
+                        next_obs, _ = env.reset()
+                    self.obs[i] = next_obs
+                    rewards[t, i] = reward
+                    dones[t, i] = terminated or truncated
+        returns = [r for env in self.envs for r, _ in get_wrapper_by_cls(env, MonitorEnv).next_episode_results()]
+        return dict(obs=obs, actions=actions, behaviour_logits=logits, rewards=rewards, dones=dones,
+                    episode_returns=np.asarray(returns, np.float64), t_start=t_start, t_end=time.time())
+
+
+def evaluate(alg, env_id: str, cfg: dict, seed: int) -> list[float]:
+    """Returns of EVAL_EPISODES greedy episodes (the learner's current policy), played in lockstep."""
+    envs = [make_env(env_id, cfg.get("dim", 42)) for _ in range(EVAL_EPISODES)]
+    obs = np.stack([env.reset(seed=seed + 10_000 + i)[0] for i, env in enumerate(envs)])
+    returns = np.zeros(EVAL_EPISODES)
+    done = np.zeros(EVAL_EPISODES, bool)
+    with torch.inference_mode():
+        while not done.all():
+            actions = alg.predict(torch.from_numpy(obs).float()).numpy()
+            for i, env in enumerate(envs):
+                if done[i]:
+                    continue
+                obs[i], reward, terminated, truncated, _ = env.step(int(actions[i]))
+                returns[i] += reward
+                done[i] = terminated or truncated
+    return returns.tolist()
+
+
+def time_major(x: np.ndarray) -> np.ndarray:
+    """[T, E, ...] -> [T * E, ...] (row t * E + e), the layout IMPALA.learn expects; a writable array (a
+    received array is a read-only view of the message, which torch warns about)."""
+    x = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+    return x if x.flags.writeable else x.copy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("--actors", type=int, default=2, help="number of remote actors")
+    parser.add_argument("--address", default=None, help="HOST:PORT of an xparl cluster (default: embedded local)")
+    parser.add_argument("--envs-per-actor", type=int, default=None)
+    parser.add_argument("--unroll-length", type=int, default=None, help="T, steps per unroll")
+    parser.add_argument("--lr", type=float, default=None, help="initial learning rate (default per env)")
+    parser.add_argument("--inflight", type=int, default=2, help="calls queued on each actor")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default=None, help="default: runs/impala/<env>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
+    parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
+    if args.lr is not None:
+        cfg["lr"] = cfg["lr_final"] = args.lr
+    E = args.envs_per_actor or cfg["envs_per_actor"]
+    T = args.unroll_length or cfg["unroll_length"]
+    total_steps = args.total_steps or cfg["total_steps"]
+    target = cfg["target_return"] if args.target_return is None else args.target_return
+    logdir = args.logdir or os.path.join("runs", "impala", f"{args.env.replace('/', '_')}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    start = time.perf_counter()
+
+    probe = make_env(args.env, cfg.get("dim", 42))
+    model = build_model(probe, cfg)
+    probe.close()
+    alg = parl.algorithms.IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
+                                 clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"])
+    if args.address is None:  # one CPU per actor, plus one for a replacement while a dead actor's is freed
+        parl.connect(cpu_num=args.actors + 1)
+    else:
+        parl.connect(args.address)
+
+    spawned = 0
+
+    def new_actor() -> Actor:
+        nonlocal spawned
+        actor = Actor(args.env, E, T, cfg, args.seed * 1000 + 100 * spawned)
+        spawned += 1
+        logger.info("actor %d started, pid=%d", spawned - 1, actor.pid().result())
+        return actor
+
+    actors = [new_actor() for _ in range(args.actors)]
+    pending: dict[concurrent.futures.Future, int] = {}
+    weights = model.get_weights()
+    for slot, actor in enumerate(actors):
+        for _ in range(args.inflight):
+            pending[actor.sample(weights)] = slot
+
+    env_steps, updates, replaced = 0, 0, 0
+    recent = deque(maxlen=20)
+    eval_returns: list[float] = []
+    reached = False
+    curve = open(os.path.join(logdir, "curve.csv"), "w", newline="")
+    writer = csv.writer(curve)
+    writer.writerow(["env_steps", "wall_s", "episode_return"])
+    bar = tqdm(total=total_steps, disable=args.no_progress, unit="step", smoothing=0.05)
+    interrupted = False
+    try:
+        while env_steps < total_steps and not reached:
+            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                if env_steps >= total_steps or reached:  # the budget is spent: leave the rest unconsumed
+                    break
+                slot = pending.pop(future, None)
+                if slot is None:  # a call of an actor already replaced below
+                    continue
+                try:
+                    batch = future.result()
+                except ActorDiedError as err:
+                    for queued in [f for f, s in pending.items() if s == slot]:  # they fail the same way
+                        pending.pop(queued)
+                    logger.warning("actor in slot %d died (%s: %s); starting a replacement", slot, err.cause, err)
+                    actors[slot] = new_actor()
+                    replaced += 1
+                    weights = model.get_weights()
+                    for _ in range(args.inflight):
+                        pending[actors[slot].sample(weights)] = slot
+                    continue
+                progress = min(env_steps / total_steps, 1.0)
+                lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * progress
+                losses, kl = alg.learn(time_major(batch["obs"]), time_major(batch["actions"]),
+                                       time_major(batch["behaviour_logits"]), time_major(batch["rewards"]),
+                                       time_major(batch["dones"]), lr, cfg["entropy_coeff"])
+                weights = model.get_weights()
+                pending[actors[slot].sample(weights)] = slot
+                steps = batch["rewards"].size
+                env_steps += steps
+                updates += 1
+                wall_s = time.perf_counter() - start
+                for ret in batch["episode_returns"]:
+                    recent.append(float(ret))
+                    writer.writerow([env_steps, round(wall_s, 3), float(ret)])
+                    summary.add_scalar("train/episode_return", float(ret), env_steps)
+                if len(batch["episode_returns"]):
+                    curve.flush()
+                if updates % 10 == 0:
+                    for key, value in alg.get_info().items():
+                        summary.add_scalar(key, value, env_steps)
+                    summary.add_scalar("train/lr", lr, env_steps)
+                    summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
+                bar.update(steps)
+                bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent) if recent else 0:.1f}",
+                                refresh=False)
+                if recent and np.mean(recent) >= cfg["eval_trigger"] and len(recent) >= 10 and updates % 5 == 0:
+                    eval_returns = evaluate(alg, args.env, cfg, args.seed)
+                    summary.add_scalar("eval/return_mean", float(np.mean(eval_returns)), env_steps)
+                    reached = float(np.mean(eval_returns)) >= target
+                    if reached:
+                        break
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop, and still write the summary
+        interrupted = True
+    bar.close()
+    curve.close()
+    wall_s = time.perf_counter() - start
+    if not eval_returns or not reached:
+        if is_atari(args.env):  # greedy Atari games take minutes: report the last training games instead
+            eval_returns = list(recent)[-EVAL_EPISODES:]
+        else:
+            eval_returns = evaluate(alg, args.env, cfg, args.seed)
+    result = {
+        "env": args.env, "algorithm": "IMPALA", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
+        "unroll_length": T, "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
+        "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
+        "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
+        "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,
+        "interrupted": interrupted, "target_return": target, "loadavg": open("/proc/loadavg").read().split()[:3],
+    }
+    summary.add_scalar("eval/return_mean", result["eval_return_mean"], env_steps)
+    summary.flush()
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(json.dumps(result))
+    parl.disconnect()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""IMPALA (Espeholt et al. 2018, "IMPALA: Scalable Distributed Deep-RL with Importance Weighted
+Actor-Learner Architectures") with PARL's ``IMPALA`` API: an actor-critic loss on V-trace targets."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from parl_algorithms._validation import as_float_tensor, check_model_method
+from parl_algorithms.torch import functional
+from parl_algorithms.torch._common import (
+    adam,
+    clip_grad_norm,
+    column,
+    discrete_actions,
+    obs_batch,
+    optimizer_params,
+    positive,
+    readable_shape_errors,
+    unit_interval,
+)
+from parl_algorithms.vtrace import from_importance_weights
+from parl_core.torch import Algorithm, Model
+
+__all__ = ["IMPALA", "VTraceLoss"]
+
+_CONTINUOUS_HINT = ("IMPALA supports Discrete action spaces only (its V-trace ratios are of categorical "
+                    "policies); for a continuous (Box) action space use PPO(continuous_action=True), SAC or TD3")
+
+
+class VTraceLoss(NamedTuple):
+    """The losses of one :meth:`IMPALA.learn` call (scalar tensors; PARL's ``VTraceLoss`` fields).
+
+    Attributes:
+        total_loss: ``pi_loss + vf_loss_coeff * vf_loss + entropy_coeff * entropy``.
+        pi_loss: ``-sum(log pi(a_s|x_s) * pg_advantages)``.
+        vf_loss: ``0.5 * sum((V(x_s) - v_s)^2)``.
+        entropy: ``sum(H(pi(.|x_s)))``.
+    """
+
+    total_loss: torch.Tensor
+    pi_loss: torch.Tensor
+    vf_loss: torch.Tensor
+    entropy: torch.Tensor
+
+
+class IMPALA(Algorithm):
+    """Importance-weighted actor-learner: actor-critic on V-trace targets, for discrete actions.
+
+    A learn batch is ``E`` unrolls of ``T = sample_batch_steps`` steps each, flattened **time-major**
+    to ``B = T * E`` rows (row ``t * E + e`` is step ``t`` of unroll ``e``, i.e. ``x.reshape(T, E)``
+    recovers the unrolls). As PARL, the value of each unroll's last step is the bootstrap value and
+    the loss covers its first ``T - 1`` steps. Losses are sums over the batch (PARL); Adam with a
+    global gradient-norm clip of ``max_grad_norm`` (PARL: 40).
+
+    The model must define ``policy(obs) -> logits float32 [B, A]`` and ``value(obs) -> float32 [B]``
+    or ``[B, 1]``; ``policy_and_value(obs)`` is used instead when defined (one forward pass).
+
+    Args:
+        model: the actor-critic model.
+        sample_batch_steps: ``T``, the unroll length (>= 2).
+        gamma: discount factor in ``[0, 1]`` (default 0.99).
+        vf_loss_coeff: weight of the value loss (default 0.5).
+        clip_rho_threshold: V-trace ``rho_bar`` (default 1.0).
+        clip_pg_rho_threshold: ``rho_bar`` of the policy-gradient advantage (default 1.0).
+        learning_rate: Adam's initial learning rate (PARL: 0.001); ``learn`` sets it on every call.
+        max_grad_norm: global L2 gradient clip, ``None`` for none.
+
+    Raises:
+        ValueError: the model lacks ``policy`` / ``value``, or a hyperparameter is missing or out of range.
+    """
+
+    def __init__(self, model: Model, sample_batch_steps: int | None = None, gamma: float | None = None,
+                 vf_loss_coeff: float | None = None, clip_rho_threshold: float | None = None,
+                 clip_pg_rho_threshold: float | None = None, *, learning_rate: float = 0.001,
+                 max_grad_norm: float | None = 40.0) -> None:
+        super().__init__(model)
+        check_model_method(model, "policy", "IMPALA")
+        check_model_method(model, "value", "IMPALA")
+        if isinstance(sample_batch_steps, bool) or not isinstance(sample_batch_steps, int) or sample_batch_steps < 2:
+            raise ValueError(f"IMPALA needs sample_batch_steps, the unroll length T (an int >= 2: the last step of "
+                             f"each unroll only bootstraps), got {sample_batch_steps!r}; e.g. "
+                             "IMPALA(model, sample_batch_steps=50)")
+        self.sample_batch_steps = sample_batch_steps
+        self.gamma = unit_interval(0.99 if gamma is None else gamma, "gamma", "IMPALA", "0.99")
+        vf = 0.5 if vf_loss_coeff is None else vf_loss_coeff
+        if isinstance(vf, bool) or not isinstance(vf, (int, float)) or vf < 0:
+            raise ValueError(f"IMPALA needs vf_loss_coeff >= 0, got {vf!r}; e.g. IMPALA(model, vf_loss_coeff=0.5)")
+        self.vf_loss_coeff = float(vf)
+        self.clip_rho_threshold = positive(1.0 if clip_rho_threshold is None else clip_rho_threshold,
+                                           "clip_rho_threshold", "IMPALA", "1.0")
+        self.clip_pg_rho_threshold = positive(1.0 if clip_pg_rho_threshold is None else clip_pg_rho_threshold,
+                                              "clip_pg_rho_threshold", "IMPALA", "1.0")
+        self.max_grad_norm = None if max_grad_norm is None else positive(max_grad_norm, "max_grad_norm", "IMPALA",
+                                                                         "40.0")
+        self.optimizer = adam(self.model.parameters(), lr=positive(learning_rate, "learning_rate", "IMPALA", "0.001"))
+        self.last_info: dict[str, float] = {}
+
+    def _policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        fused = getattr(self.model, "policy_and_value", None)
+        logits, value = fused(obs) if callable(fused) else (self.model.policy(obs), self.model.value(obs))
+        return self._check_logits(logits, obs.shape[0]), column(value, "model.value(obs)", obs.shape[0], "IMPALA")
+
+    def _logits(self, obs: torch.Tensor) -> torch.Tensor:
+        return self._check_logits(self.model.policy(obs), obs.shape[0])
+
+    @staticmethod
+    def _check_logits(logits: Any, batch: int) -> torch.Tensor:
+        if isinstance(logits, (tuple, list)) or not isinstance(logits, torch.Tensor) or logits.ndim != 2 \
+                or logits.shape[0] != batch:
+            got = f"a {type(logits).__name__}" if not isinstance(logits, torch.Tensor) else tuple(logits.shape)
+            raise ValueError(f"IMPALA needs model.policy(obs) to return logits float32 [B={batch}, num_actions], got "
+                             f"{got}; {_CONTINUOUS_HINT}")
+        return logits
+
+    @readable_shape_errors
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample actions from the current policy (the behaviour policy of an actor).
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``.
+
+        Returns:
+            ``(actions int64 [B], behaviour_logits float32 [B, num_actions])`` (PARL's ``sample``).
+        """
+        logits = self._logits(obs_batch(obs, "IMPALA"))
+        return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), logits
+
+    @readable_shape_errors
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """Greedy actions int64 ``[B]`` for obs float32 ``[B, *obs_shape]``."""
+        return self._logits(obs_batch(obs, "IMPALA")).argmax(dim=-1)
+
+    @readable_shape_errors
+    def learn(self, obs: torch.Tensor, actions: torch.Tensor, behaviour_logits: torch.Tensor, rewards: torch.Tensor,
+              dones: torch.Tensor, learning_rate: float, entropy_coeff: float) -> tuple[VTraceLoss, torch.Tensor]:
+        """One Adam step on a batch of ``E`` time-major unrolls (``B = T * E``, ``T = sample_batch_steps``).
+
+        Args:
+            obs: float32 ``[B, *obs_shape]`` (e.g. ``[B, C, H, W]`` on Atari), row ``t * E + e``.
+            actions: int64 ``[B]`` the actions taken.
+            behaviour_logits: float32 ``[B, num_actions]`` the actor's logits when it acted.
+            rewards: float32 ``[B]``.
+            dones: bool / float32 ``[B]``, true where the episode ended at this step (its discount is 0).
+            learning_rate: Adam's learning rate for this step.
+            entropy_coeff: multiplies the entropy in the loss (PARL's sign: negative, e.g. -0.01, rewards it).
+
+        Returns:
+            ``(VTraceLoss(total_loss, pi_loss, vf_loss, entropy), kl)``: scalar tensors, ``kl`` the mean
+            ``KL(pi || mu)`` of learner and behaviour policies (PARL's return).
+
+        Raises:
+            ValueError: ``B`` is not a multiple of ``T``, a tensor is not of the documented shape, or
+                the actions / logits are not those of a discrete action space.
+        """
+        obs = obs_batch(obs, "IMPALA")
+        batch, T = obs.shape[0], self.sample_batch_steps
+        if batch % T:
+            raise ValueError(f"IMPALA.learn: the batch B={batch} must be a whole number of unrolls of "
+                             f"sample_batch_steps={T} steps (B = T x E, time-major); send whole unrolls or build "
+                             "IMPALA with the actors' unroll length")
+        behaviour_logits = as_float_tensor(behaviour_logits, "behaviour_logits")
+        rewards = column(as_float_tensor(rewards, "rewards"), "rewards", batch, "IMPALA")
+        dones = column(as_float_tensor(dones, "dones"), "dones", batch, "IMPALA")
+        logits, values = self._policy_and_value(obs)
+        num_actions = logits.shape[1]
+        if tuple(behaviour_logits.shape) != (batch, num_actions):
+            raise ValueError(f"IMPALA.learn: behaviour_logits must be the actors' logits float32 [B={batch}, "
+                             f"num_actions={num_actions}], got {tuple(behaviour_logits.shape)}; pass the second "
+                             f"output of IMPALA.sample for every step. {_CONTINUOUS_HINT}")
+        actions = discrete_actions(actions, batch, num_actions, "IMPALA")
+        target_log_probs, entropy_per = functional.categorical_log_prob_entropy(logits, actions)
+        behaviour_log_softmax = F.log_softmax(behaviour_logits, dim=-1)
+        behaviour_log_probs = behaviour_log_softmax.gather(1, actions.unsqueeze(1)).squeeze(1)
+        with torch.no_grad():
+            target_log_softmax = F.log_softmax(logits, dim=-1)
+            kl = (target_log_softmax.exp() * (target_log_softmax - behaviour_log_softmax)).sum(-1).mean()
+
+        def unrolls(x: torch.Tensor) -> torch.Tensor:
+            return x.reshape(T, batch // T)
+
+        values_tb = unrolls(values)
+        vtrace = from_importance_weights(
+            behaviour_actions_log_probs=unrolls(behaviour_log_probs)[:-1],
+            target_actions_log_probs=unrolls(target_log_probs)[:-1],
+            discounts=(1.0 - unrolls(dones)[:-1]) * self.gamma, rewards=unrolls(rewards)[:-1],
+            values=values_tb[:-1], bootstrap_value=values_tb[-1],
+            clip_rho_threshold=self.clip_rho_threshold, clip_pg_rho_threshold=self.clip_pg_rho_threshold)
+        pi_loss = -torch.sum(unrolls(target_log_probs)[:-1] * vtrace.pg_advantages)
+        vf_loss = 0.5 * torch.sum((values_tb[:-1] - vtrace.vs).pow(2))
+        entropy = torch.sum(unrolls(entropy_per)[:-1])
+        total_loss = pi_loss + self.vf_loss_coeff * vf_loss + float(entropy_coeff) * entropy
+        for group in self.optimizer.param_groups:
+            group["lr"] = float(learning_rate)
+        self.optimizer.zero_grad()
+        total_loss.backward()
+        grad_norm = (clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
+                     if self.max_grad_norm is not None else torch.tensor(float("nan")))
+        self.optimizer.step()
+        self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
+                          "train/entropy": float(entropy_per.detach().mean()),
+                          "train/kl": float(kl), "train/grad_norm": float(grad_norm)}
+        return VTraceLoss(total_loss.detach(), pi_loss.detach(), vf_loss.detach(), entropy.detach()), kl
+
+    def get_info(self) -> dict[str, Any]:
+        """Diagnostics of the last ``learn`` call (``train/entropy`` is the mean entropy per step)."""
+        return dict(self.last_info)

@@ -1,0 +1,72 @@
+"""examples/impala as a real subprocess: a tiny budget, learning CartPole (slow), and a SIGKILLed actor."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from test_algorithms_examples import EXAMPLES, ROOT, check_summary, run_example
+
+UNROLL_STEPS = 8 * 20  # envs per actor x unroll length (the CartPole defaults)
+
+
+def test_impala_example_tiny_budget(tmp_path):
+    result = run_example("impala", tmp_path, "--total-steps", str(10 * UNROLL_STEPS), "--target-return", "1e9")
+    check_summary(result, 10 * UNROLL_STEPS)
+    assert result["updates"] == 10 and result["actors"] == 2 and result["actors_replaced"] == 0
+    assert 8.0 <= result["eval_return_mean"] <= 500.0 and result["reached"] is False
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+    with open(tmp_path / "curve.csv") as f:
+        assert f.readline().strip() == "env_steps,wall_s,episode_return"
+        assert len(f.readlines()) > 0  # short random-policy episodes end within 3200 steps
+
+
+@pytest.mark.slow
+def test_impala_example_learns_cartpole(tmp_path):
+    result = run_example("impala", tmp_path, "--target-return", "475", timeout=600)
+    assert result["reached"] is True, result
+    assert result["eval_return_mean"] >= 475.0 and result["env_steps"] <= 500_000
+
+
+def _wait_for(pattern, stream, deadline_s, seen):
+    """Read lines of ``stream`` into ``seen`` until one matches ``pattern``; the match, or fail at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match
+    pytest.fail(f"no line matching {pattern!r} within {deadline_s} s:\n{''.join(seen)[-4000:]}")
+
+
+def test_impala_example_replaces_a_killed_actor(tmp_path):
+    steps = 60 * UNROLL_STEPS
+    cmd = [sys.executable, str(EXAMPLES / "impala" / "train.py"), "--seed", "0", "--logdir", str(tmp_path),
+           "--no-progress", "--total-steps", str(steps), "--target-return", "1e9"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+                            env=dict(os.environ, PYTHONHASHSEED="0"))
+    seen = []
+    try:
+        pid = int(_wait_for(r"actor 0 started, pid=(\d+)", proc.stderr, 120, seen).group(1))
+        _wait_for(r"actor 1 started, pid=\d+", proc.stderr, 120, seen)
+        os.kill(pid, signal.SIGKILL)
+        replacement = _wait_for(r"actor 2 started, pid=(\d+)", proc.stderr, 120, seen)
+        assert int(replacement.group(1)) != pid
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = "".join(seen) + err
+    assert proc.returncode == 0, log[-4000:]
+    assert re.search(r"actor in slot 0 died \(.*SIGKILL", log), log[-4000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["actors_replaced"] == 1
+    assert result["env_steps"] == steps  # training went on to the full budget after the loss
