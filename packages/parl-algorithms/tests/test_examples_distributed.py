@@ -1,8 +1,9 @@
-"""The distributed examples (examples/a2c_distributed, examples/ga3c) as real subprocesses on the embedded local
-cluster: a tiny budget (exact exit code and summary values), and a learn-to-threshold run of each, marked slow,
-during which one actor's process is killed with SIGKILL: the run must log the ActorDiedError, replace the actor
-and still reach the target."""
+"""The distributed examples (examples/a2c_distributed, examples/ga3c): as real subprocesses on the embedded local
+cluster, a tiny budget (exact exit code and summary values) and a learn-to-threshold run of each, marked slow,
+during which one actor's process is killed with SIGKILL (the run must log the ActorDiedError, replace the actor
+and still reach the target); in process, each example's actor and CNN on Atari frames (wrap_deepmind)."""
 
+import importlib.util
 import json
 import math
 import os
@@ -13,10 +14,10 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = ROOT / "examples"
+import torch
+from test_algorithms_examples import EXAMPLES, ROOT, run_example
 
 
 def command(name, logdir, *args):
@@ -24,24 +25,15 @@ def command(name, logdir, *args):
             "--no-progress", *args]
 
 
-def read_summary(proc_stdout, logdir):
-    with open(Path(logdir) / "summary.json") as f:
-        result = json.load(f)
-    assert result == json.loads(proc_stdout.strip().splitlines()[-1])  # printed and written alike
-    return result
-
-
 def run_tiny(name, logdir, *args):
-    proc = subprocess.run(command(name, logdir, "--seed", "0", "--target-return", "1e9", *args), capture_output=True,
-                          text=True, timeout=300, cwd=str(ROOT), env=dict(os.environ, PYTHONHASHSEED="0"))
-    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    result = read_summary(proc.stdout, logdir)
+    result = run_example(name, logdir, "--actors", "2", "--target-return", "1e9", *args)
     assert result["actors"] == 2 and result["actors_replaced"] == 0
     assert result["eval_episodes"] == 10 and result["eval_source"] == "greedy"
     assert 8.0 <= result["eval_return_mean"] <= 500.0  # CartPole's range for a (nearly) untrained policy
     assert result["reached"] is False and result["interrupted"] is False
     assert result["wall_s"] > 0 and math.isclose(result["env_steps_per_s"], result["env_steps"] / result["wall_s"],
                                                   rel_tol=0.01)
+    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
     assert any(p.name.startswith("events.out.tfevents") for p in Path(logdir).iterdir())
     return result
 
@@ -51,7 +43,6 @@ def test_a2c_distributed_tiny_budget(tmp_path):
     result = run_tiny("a2c_distributed", tmp_path, "--total-steps", "512")
     assert result["algorithm"] == "A2C" and result["envs_per_actor"] == 8 and result["unroll_length"] == 16
     assert result["env_steps"] == 512 and result["updates"] == 2
-    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
 
 
 def test_ga3c_tiny_budget(tmp_path):
@@ -62,7 +53,43 @@ def test_ga3c_tiny_budget(tmp_path):
     assert 1 <= result["updates"] <= result["env_steps"] // 256
     assert result["predict_batch_requests"] >= 1.0
     assert 0.0 < result["step_env_ms"] <= result["step_call_ms"]  # the round trip includes the env step
-    assert 0.0 < result["actors_ready_s"] < result["wall_s"]
+
+
+def load_example(name):
+    """The example's train.py as a module (its ``@parl.remote_class`` actors keep the plain class in ``_original``)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / name / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a2c_distributed_actor_and_cnn_on_atari():
+    train = load_example("a2c_distributed")
+    torch.manual_seed(0)
+    actor = train.Actor._original("PongNoFrameskip-v4", 2, 3, train.CONFIGS["atari"], seed=0)
+    assert isinstance(actor.alg.model, train.AtariModel)
+    unroll = actor.sample(actor.alg.model.get_weights())
+    assert unroll["obs"].shape == (3, 2, 4, 84, 84) and unroll["obs"].dtype == np.uint8  # wrap_deepmind, NCHW
+    assert unroll["actions"].shape == (3, 2) and set(np.unique(unroll["actions"])) <= set(range(6))
+    assert unroll["advantages"].shape == unroll["target_values"].shape == (3, 2) and unroll["valid"].all()
+    losses = actor.alg.learn(torch.as_tensor(unroll["obs"].reshape(6, 4, 84, 84), dtype=torch.float32),
+                             torch.from_numpy(unroll["actions"].reshape(6)),
+                             torch.from_numpy(unroll["advantages"].reshape(6)),
+                             torch.from_numpy(unroll["target_values"].reshape(6)), 1e-3, -0.01)
+    assert all(math.isfinite(float(x)) for x in losses)
+
+
+def test_ga3c_actor_and_cnn_on_atari():
+    train = load_example("ga3c")
+    cfg = train.CONFIGS["atari"]
+    actor = train.Actor._original("PongNoFrameskip-v4", 2, cfg, seed=0)
+    obs = actor.reset_obs()
+    assert obs.shape == (2, 4, 42, 42) and obs.dtype == np.uint8
+    next_obs, rewards, terminated, truncated, returns, env_s = actor.step(np.array([0, 1]))
+    assert next_obs.shape == obs.shape and rewards.shape == terminated.shape == truncated.shape == (2,)
+    assert set(rewards.tolist()) <= {-1.0, 0.0, 1.0} and returns == [] and env_s > 0  # clipped rewards
+    logits, value = train.AtariModel(6, 42).policy_and_value(torch.as_tensor(next_obs, dtype=torch.float32))
+    assert logits.shape == (2, 6) and value.shape == (2, 1)
 
 
 def run_killing_an_actor(name, logdir, seed, kill_after_update, timeout_s):
@@ -91,7 +118,10 @@ def run_killing_an_actor(name, logdir, seed, kill_after_update, timeout_s):
     output = "".join(lines)
     assert returncode == 0, f"{name} exited with {returncode}:\n{output[-5000:]}"
     assert killed is not None, f"the run ended before update {kill_after_update}:\n{output[-3000:]}"
-    return read_summary(output, logdir), output, killed
+    with open(Path(logdir) / "summary.json") as f:
+        result = json.load(f)
+    assert result == json.loads(output.strip().splitlines()[-1])  # printed and written alike
+    return result, output, killed
 
 
 @pytest.mark.slow
