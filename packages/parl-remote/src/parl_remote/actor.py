@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 import zmq.utils.monitor
 
-from parl_remote import config, protocol, serialization, shm, stream
+from parl_remote import config
 from parl_remote.errors import (
     SHM_LOSS_HINT,
     ActorDiedError,
@@ -45,7 +45,9 @@ from parl_remote.errors import (
     make_remote_exception,
 )
 from parl_remote.future import RemoteFuture
-from parl_remote.protocol import Message, MsgType
+from parl_remote.transport import sigint, stream_io, unix, zmq_io
+from parl_remote.wire import protocol, serialization, shm
+from parl_remote.wire.protocol import Message, MsgType
 
 if TYPE_CHECKING:
     from parl_remote.client import Client
@@ -97,11 +99,11 @@ class ActorConnection:
         self.closed = False
         self.same_host = False  # set after INIT: large buffers then travel through /dev/shm
         self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
-        self.stream: stream.StreamConnection | None = None  # the same-host Unix stream, after use_stream
+        self.stream: stream_io.StreamConnection | None = None  # the same-host Unix stream, after use_stream
         self.stream_name: str | None = None
         self.reactor: Reactor | None = None
         self._partial: dict[str, str] = {}
-        stream.guard_sigint()  # a Ctrl-C must not cut a message in two (main thread only; see stream.py)
+        sigint.guard_sigint()  # a Ctrl-C must not cut a message in two (main thread only; see stream.py)
 
     def _open_socket(self, endpoint: str) -> tuple[zmq.Socket, zmq.Socket]:
         sock = self.client.ctx.socket(zmq.DEALER)
@@ -145,18 +147,18 @@ class ActorConnection:
         """
         with self.lock:
             try:
-                sock = stream.connect(name)
+                sock = unix.connect(name)
             except OSError as exc:
                 logger.debug("staying on zmq for %s: %s", self.where, exc)
                 return False
-            refused = stream.check_peer(sock, pid=self.pid)
+            refused = unix.check_peer(sock, pid=self.pid)
             if refused is not None:
                 logger.warning("not using the unix stream of %s: %s", self.where, refused)
                 sock.close()
                 return False
-            self.stream = stream.StreamConnection(sock)
+            self.stream = stream_io.StreamConnection(sock)
             self.stream_name = name
-            if stream.guard_sigint():  # a Ctrl-C must not cut the stream's framing (main thread only)
+            if sigint.guard_sigint():  # a Ctrl-C must not cut the stream's framing (main thread only)
                 self.stream.set_read_slice(_CTRL_C_LATENCY_S)
             self.connected = self.ever_connected = True
             self.down_since = None
@@ -208,23 +210,23 @@ class ActorConnection:
                 msg = self.decode_stream(conn.recv())
                 if msg is not None and msg.req_id == rid:
                     return msg
-        except stream.StreamClosed:
+        except stream_io.StreamClosed:
             raise self.mark_dead(wait_s=_STREAM_DEATH_CAUSE_WAIT_S) from None
         except protocol.Rejected as exc:  # corrupt framing: the connection was closed
             raise self.mark_dead(f"its connection broke ({exc})") from None
 
-    @stream.defer_ctrl_c_in
-    def _encode_and_send(self, conn: stream.StreamConnection, msg_type: MsgType, rid: int, payload: list) -> None:
+    @sigint.defer_ctrl_c_in
+    def _encode_and_send(self, conn: stream_io.StreamConnection, msg_type: MsgType, rid: int, payload: list) -> None:
         """Encodes a request and hands it to the stream as one step that a Ctrl-C does not split (it is
-        deferred until the message is queued, ``stream.guard_sigint``): encoding takes shared-memory arena
+        deferred until the message is queued, ``sigint.guard_sigint``): encoding takes shared-memory arena
         regions and the pending release entries, which a message never sent would leak."""
         conn.send(protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel))
 
     def decode_stream(self, frames: list) -> Message | None:
         """Verifies a message received on the stream; prints LOG notifications; returns replies."""
-        return self._accept(lambda: stream.decode(self.stream, self.signer, frames, self.shm_channel))
+        return self._accept(lambda: protocol.decode(self.signer, frames, False, self.shm_channel))
 
-    @stream.defer_ctrl_c_in
+    @sigint.defer_ctrl_c_in
     def _send_request_zmq(self, msg_type: MsgType, rid: int, payload: list) -> None:
         """Encodes and queues a request on the zmq socket as one step that a Ctrl-C does not split (see
         ``_encode_and_send``; besides, a ``KeyboardInterrupt`` inside pyzmq's zero-copy machinery breaks its
@@ -232,20 +234,20 @@ class ActorConnection:
         frames = protocol.encode(self.signer, msg_type, rid, payload, self.shm_channel)
         while True:
             try:
-                protocol.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
+                zmq_io.send_frames(self.sock, frames, flags=zmq.NOBLOCK)
                 return
             except zmq.Again:  # not connected (yet / any more): a Ctrl-C that waits is delivered now
-                if stream._Sigint.pending:
-                    stream._fire_pending()
+                if sigint._Sigint.pending:
+                    sigint.fire_pending()
                 time.sleep(0.01)
                 self.check_liveness()
 
-    @stream.defer_ctrl_c_in
+    @sigint.defer_ctrl_c_in
     def _recv(self) -> Message | None:
         """Reads one message from the zmq socket (a Ctrl-C meanwhile waits for the whole message, at most
         ``_POLL_MS``); prints LOG notifications; returns replies."""
         return self._accept(
-            lambda: protocol.decode(self.signer, protocol.recv_frames(self.sock), False, self.shm_channel))
+            lambda: protocol.decode(self.signer, zmq_io.recv_frames(self.sock), False, self.shm_channel))
 
     def _accept(self, decode: Any) -> Message | None:
         """Runs ``decode``; drops (and logs) a rejected message, prints a LOG notification, returns a reply."""
@@ -262,7 +264,7 @@ class ActorConnection:
                 f"the result of this call on {self.where} could not be read from shared memory (the method did "
                 f"run): {exc}. {SHM_LOSS_HINT}"
             )
-            return Message(MsgType.ERROR, exc.req_id, serialization.dumps(error_body(error, "")), None, self.stream)
+            return Message(MsgType.ERROR, exc.req_id, serialization.dumps(error_body(error, "")))
         if msg.type is MsgType.LOG:
             self.print_output(msg.body())
             return None
@@ -272,12 +274,12 @@ class ActorConnection:
         """Sends encoded frames without blocking (reactor): a stream queues what the kernel does not take.
 
         Raises:
-            stream.StreamClosed / zmq.ZMQError: the connection is gone.
+            stream_io.StreamClosed / zmq.ZMQError: the connection is gone.
         """
         if self.stream is not None:
             self.stream.send(frames, block=False)
         else:
-            protocol.send_frames(self.sock, frames)
+            zmq_io.send_frames(self.sock, frames)
 
     def result_of(self, msg: Message) -> Any:
         """The value of a reply, or raises the remote exception it carries."""
@@ -413,13 +415,13 @@ class ActorConnection:
                 try:  # what the kernel took is delivered after the close as well
                     frames = protocol.encode(self.signer, MsgType.DELETE, 0, serialization.dumps(None))
                     self.stream.send(frames, block=False)
-                except stream.StreamClosed:
+                except stream_io.StreamClosed:
                     pass
             self._close_sockets(linger=0)
             return
         if send_delete and self.dead is None and not self.sock.closed:
             try:
-                protocol.send(self.sock, self.signer, MsgType.DELETE, 0, None, flags=zmq.NOBLOCK)
+                zmq_io.send(self.sock, self.signer, MsgType.DELETE, 0, None, flags=zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
         self._close_sockets(linger=1000)
@@ -563,7 +565,7 @@ class Reactor(threading.Thread):
     def _send_queued(self, actor: ActorConnection) -> None:
         try:
             actor.stream.flush()
-        except stream.StreamClosed:
+        except stream_io.StreamClosed:
             self._lost(actor)
 
     def _lost(self, actor: ActorConnection, cause: str | None = None) -> None:
@@ -586,7 +588,7 @@ class Reactor(threading.Thread):
         frames = protocol.encode(actor.signer, msg_type, rid, payload, actor.shm_channel)
         try:
             actor.send_frames(frames)
-        except stream.StreamClosed:
+        except stream_io.StreamClosed:
             self._lost(actor)
         except zmq.ZMQError as exc:
             self.pending[actor].pop(rid, None)
@@ -614,7 +616,7 @@ class Reactor(threading.Thread):
         frames = protocol.encode(actor.signer, MsgType.BATCH, 0, serialization.dumps(entries), actor.shm_channel)
         try:
             actor.send_frames(frames)
-        except stream.StreamClosed:
+        except stream_io.StreamClosed:
             self._lost(actor)
         except zmq.ZMQError as exc:
             for rid, future in futures:
@@ -701,7 +703,7 @@ class Reactor(threading.Thread):
             try:
                 actor.send_frames(protocol.encode(actor.signer, MsgType.DELETE, rid, serialization.dumps(None)))
                 return
-            except (zmq.ZMQError, stream.StreamClosed):
+            except (zmq.ZMQError, stream_io.StreamClosed):
                 pass
         if actor in self.pending:
             for future, _ in self.pending[actor].values():

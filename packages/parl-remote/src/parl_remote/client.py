@@ -24,7 +24,7 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization, shm, stream
+from parl_remote import config, files
 from parl_remote.actor import ActorConnection, Reactor
 from parl_remote.errors import (
     ActorDiedError,
@@ -34,7 +34,9 @@ from parl_remote.errors import (
     ResourceError,
     VersionMismatchError,
 )
-from parl_remote.protocol import MsgType
+from parl_remote.transport import unix, zmq_io
+from parl_remote.wire import protocol, serialization, shm
+from parl_remote.wire.protocol import MsgType
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ class MasterConnection:
         timeout_s = config.get("MASTER_TIMEOUT_S") if timeout_s is None else timeout_s
         with self.lock:
             rid = next(self.ids)
-            protocol.send(self.sock, self.signer, msg_type, rid, body)
+            zmq_io.send(self.sock, self.signer, msg_type, rid, body)
             deadline = time.monotonic() + timeout_s
             while True:
                 left_ms = int((deadline - time.monotonic()) * 1000)
@@ -137,7 +139,7 @@ class MasterConnection:
                         f"address, start a cluster with `xparl start --port {self.address.rpartition(':')[2]}`, "
                         "or check the firewall"
                     )
-                frames = protocol.recv_frames(self.sock)
+                frames = zmq_io.recv_frames(self.sock)
                 try:
                     msg = protocol.decode(self.signer, frames, has_identity=False)
                 except protocol.Notice as notice:
@@ -353,7 +355,7 @@ class Client:
                 actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
                 if actor.same_host:
                     actor.shm_channel = shm.Channel()
-                    moved = bool(info.get("unix")) and stream.enabled() and actor.use_stream(info["unix"])
+                    moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])
                     if not moved and info.get("ipc"):
                         actor.use_endpoint(info["ipc"])
                 break

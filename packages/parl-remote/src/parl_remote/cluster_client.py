@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import zmq
 
-from parl_remote import protocol
 from parl_remote.client import MasterConnection, parse_address, resolve_token
 from parl_remote.errors import ClusterConnectionError, RemoteError, UnknownActorError
-from parl_remote.protocol import MsgType
+from parl_remote.wire import protocol
+from parl_remote.wire.protocol import MsgType
 
 
 class ClusterClient:

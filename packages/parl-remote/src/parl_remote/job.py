@@ -41,9 +41,11 @@ from typing import Any
 import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization, shm, stream
+from parl_remote import config, files
 from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
-from parl_remote.protocol import Message, MsgType
+from parl_remote.transport import stream_io, unix, zmq_io
+from parl_remote.wire import protocol, serialization, shm
+from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
@@ -138,13 +140,13 @@ class Job:
         # same-host clients move their whole connection to this Unix stream socket (stream.py)
         self.listener = None
         self.stream_name: str | None = None
-        if stream.enabled():
+        if unix.enabled():
             try:
-                self.listener, self.stream_name = stream.listen()
+                self.listener, self.stream_name = unix.listen()
             except OSError:
                 logger.debug("no unix stream socket for job %s", job_id)
-        self.streams: dict[int, stream.StreamConnection] = {}
-        self.client_stream: stream.StreamConnection | None = None  # where output is forwarded
+        self.streams: dict[int, stream_io.StreamConnection] = {}
+        self.client_stream: stream_io.StreamConnection | None = None  # where output is forwarded
         self.poller = select.poll()
         self.wake_r, self.wake_w = os.pipe()  # background threads' output wakes the main loop
         # while user code runs in the main thread, the output thread forwards its output (under io_lock,
@@ -180,11 +182,12 @@ class Job:
             MsgType.BATCH: self.on_batch,
         }
         self.batch_out: list | None = None
+        self.reply_conn: stream_io.StreamConnection | None = None  # the stream the message being handled came on
 
     # ----------------------------------------------------------------------------------------- loop
     def run(self) -> None:
         """Announces the job to its worker and serves until deleted or orphaned."""
-        protocol.send(
+        zmq_io.send(
             self.worker,
             self.signer,
             MsgType.JOB_READY,
@@ -268,18 +271,20 @@ class Job:
         handlers = self.handlers
         while self.running:
             try:
-                msg = protocol.recv(self.router, self.signer, True, flags=zmq.NOBLOCK, channel=self.shm_channel)
+                msg = zmq_io.recv(self.router, self.signer, True, flags=zmq.NOBLOCK, channel=self.shm_channel)
             except zmq.Again:
                 break
             except protocol.Notice:
                 continue
             except protocol.Unreadable as exc:
-                self._answer_unreadable(exc, None)
+                self.reply_conn = None
+                self._answer_unreadable(exc)
                 continue
             if msg is None:
                 continue
             if self.client is not None and msg.identity != self.client:
                 self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
+            self.reply_conn = None
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
@@ -298,23 +303,23 @@ class Job:
             except OSError as exc:
                 logger.warning("job %s: accept failed: %s", self.job_id, exc)
                 return
-            refused = stream.check_peer(sock)
+            refused = unix.check_peer(sock)
             if refused is not None:
                 logger.warning("job %s: refused a unix stream peer: %s", self.job_id, refused)
                 sock.close()
                 continue
-            conn = stream.StreamConnection(sock)
+            conn = stream_io.StreamConnection(sock)
             self.streams[conn.fd] = conn
             self.poller.register(conn.fd, select.POLLIN)
             self.alone_since = None
 
-    def _serve_stream(self, conn: stream.StreamConnection, mask: int) -> None:
+    def _serve_stream(self, conn: stream_io.StreamConnection, mask: int) -> None:
         """Reads a stream peer's messages and runs them in order."""
         try:
             if mask & select.POLLOUT:
                 conn.flush()
             alive = conn.read_available() if mask & (select.POLLIN | select.POLLHUP | select.POLLERR) else True
-        except stream.StreamClosed:
+        except stream_io.StreamClosed:
             alive = False
         except protocol.Rejected as exc:
             logger.warning("job %s: closed a unix stream peer: %s", self.job_id, exc)
@@ -324,23 +329,23 @@ class Job:
         while inbox and self.running and not conn.closed:
             frames = inbox.popleft()
             try:
-                msg = stream.decode(conn, self.signer, frames, self.shm_channel)
+                msg = protocol.decode(self.signer, frames, False, self.shm_channel)
             except protocol.Notice:
                 continue
             except protocol.Unreadable as exc:
-                self.client_stream = conn
-                self._answer_unreadable(exc, conn)
+                self.client_stream = self.reply_conn = conn
+                self._answer_unreadable(exc)
                 continue
             except protocol.Rejected as exc:
                 logger.warning("job %s: dropped a message from a unix stream peer and closed it: %s", self.job_id, exc)
                 if exc.notice is not None:
                     try:
                         conn.send(protocol.notice_frames(exc.notice, protocol.notice_text(exc.notice)), block=False)
-                    except stream.StreamClosed:
+                    except stream_io.StreamClosed:
                         pass
                 alive = False
                 break
-            self.client_stream = conn
+            self.client_stream = self.reply_conn = conn
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
@@ -356,7 +361,7 @@ class Job:
             conn.poll_mask = want
             self.poller.modify(conn.fd, want)
 
-    def _drop_stream(self, conn: stream.StreamConnection) -> None:
+    def _drop_stream(self, conn: stream_io.StreamConnection) -> None:
         """Forgets a closed stream peer; when it was the client's connection, the client is gone."""
         if self.streams.pop(conn.fd, None) is not None:
             try:
@@ -417,7 +422,7 @@ class Job:
         req_id: int,
         payload: list,
         identity: bytes | None,
-        conn: stream.StreamConnection | None,
+        conn: stream_io.StreamConnection | None,
         notification: bool = False,
         background: bool = False,
     ) -> None:
@@ -432,12 +437,12 @@ class Job:
             frames = protocol.encode(self.signer, msg_type, req_id, payload, use_shm)
             try:
                 conn.send(frames, block=not notification, notification=notification)
-            except stream.StreamClosed:
+            except stream_io.StreamClosed:
                 if not background:
                     self._drop_stream(conn)
             return
         try:
-            protocol.send(
+            zmq_io.send(
                 self.router, self.signer, msg_type, req_id, identity=identity, payload=payload,
                 flags=zmq.NOBLOCK if notification else 0, use_shm=False if notification else self.shm_channel,
             )  # fmt: skip
@@ -465,9 +470,9 @@ class Job:
                 self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
                 return
             self._flush_batch(msg)  # keep the replies in order
-        self._send(msg_type, msg.req_id, payload, msg.identity, msg.stream)
+        self._send(msg_type, msg.req_id, payload, msg.identity, self.reply_conn)
 
-    def _answer_unreadable(self, exc: protocol.Unreadable, conn: stream.StreamConnection | None) -> None:
+    def _answer_unreadable(self, exc: protocol.Unreadable) -> None:
         """Answers a request whose arguments could not be read from shared memory with a ``TransferError``
         (its method does not run; the connection stays up)."""
         logger.warning("job %s: a %s request could not be read: %s", self.job_id, exc.type.name, exc)
@@ -477,7 +482,7 @@ class Job:
             f"actor {self.actor_id}: the arguments of this call could not be read from shared memory, so it did "
             f"not run: {exc}. {SHM_LOSS_HINT}"
         )
-        self._reply(Message(exc.type, exc.req_id, [b""], exc.identity, conn), error_body(error, ""), MsgType.ERROR)
+        self._reply(Message(exc.type, exc.req_id, [b""], exc.identity), error_body(error, ""), MsgType.ERROR)
 
     def _reply_error(self, msg: Message, exc: BaseException) -> None:
         tb_text = traceback.format_exc()
@@ -487,7 +492,7 @@ class Job:
             report = {k: body[k] for k in ("type", "message", "traceback")}
             report.update(actor_id=self.actor_id, time=time.time())
             try:
-                protocol.send(self.worker, self.signer, MsgType.ACTOR_FAILED_CALL, 0, report, flags=zmq.NOBLOCK)
+                zmq_io.send(self.worker, self.signer, MsgType.ACTOR_FAILED_CALL, 0, report, flags=zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
 
@@ -629,7 +634,7 @@ class Job:
                 handler = self.handlers.get(msg_type)
                 if handler is None or msg_type is MsgType.BATCH:
                     continue
-                handler(Message(msg_type, rid, [body], msg.identity, msg.stream))
+                handler(Message(msg_type, rid, [body], msg.identity))
                 if not self.running:
                     break
         finally:
@@ -645,7 +650,7 @@ class Job:
             frames, msg_type = [body], MsgType(raw_type)
         else:
             rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
-        self._send(msg_type, rid, frames, msg.identity, msg.stream)
+        self._send(msg_type, rid, frames, msg.identity, self.reply_conn)
 
     def on_delete(self, msg: Message) -> None:
         self.running = False  # first: a client that closed its stream right after DELETE is not "gone"
@@ -661,7 +666,7 @@ class Job:
         for conn in list(self.streams.values()):
             try:
                 conn.flush()  # the kernel delivers what it took after the close too
-            except stream.StreamClosed:
+            except stream_io.StreamClosed:
                 pass
             conn.close()
         if self.listener is not None:

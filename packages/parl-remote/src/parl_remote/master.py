@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 
 import zmq
 
-from parl_remote import __version__, config, protocol
-from parl_remote.protocol import Message, MsgType
+from parl_remote import __version__, config
+from parl_remote.transport import zmq_io
+from parl_remote.wire import protocol
+from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
@@ -106,11 +108,11 @@ class Master:
         return f"{self.host}:{self.port}"
 
     def _reply(self, msg: Message, body: object = None, msg_type: MsgType = MsgType.REPLY) -> None:
-        protocol.send(self.sock, self.signer, msg_type, msg.req_id, body, identity=msg.identity, flags=zmq.NOBLOCK)
+        zmq_io.send(self.sock, self.signer, msg_type, msg.req_id, body, identity=msg.identity, flags=zmq.NOBLOCK)
 
     def _send(self, identity: bytes, msg_type: MsgType, body: object, req_id: int = 0) -> None:
         try:
-            protocol.send(self.sock, self.signer, msg_type, req_id, body, identity=identity, flags=zmq.NOBLOCK)
+            zmq_io.send(self.sock, self.signer, msg_type, req_id, body, identity=identity, flags=zmq.NOBLOCK)
         except zmq.ZMQError as exc:
             logger.warning("cannot send %s: %s", msg_type.name, exc)
 
@@ -393,7 +395,7 @@ class Master:
 
     def _handle_one(self) -> None:
         try:
-            msg = protocol.recv(self.sock, self.signer, has_identity=True)
+            msg = zmq_io.recv(self.sock, self.signer, has_identity=True)
         except protocol.Notice:
             return
         if msg is None:

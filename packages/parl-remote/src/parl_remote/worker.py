@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 import psutil
 import zmq
 
-from parl_remote import __version__, config, protocol, shm
-from parl_remote.protocol import Message, MsgType
+from parl_remote import __version__, config
+from parl_remote.transport import zmq_io
+from parl_remote.wire import protocol, shm
+from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +187,7 @@ class Worker:
         if self.master is None:
             return
         try:
-            protocol.send(self.master, self.signer, msg_type, req_id, body, flags=zmq.NOBLOCK)
+            zmq_io.send(self.master, self.signer, msg_type, req_id, body, flags=zmq.NOBLOCK)
         except zmq.Again:
             pass
 
@@ -424,7 +426,7 @@ class Worker:
     def _drain(self, sock: zmq.Socket, handlers: dict, has_identity: bool) -> None:
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
-                msg = protocol.recv(sock, self.signer, has_identity=has_identity)
+                msg = zmq_io.recv(sock, self.signer, has_identity=has_identity)
             except protocol.Notice as notice:
                 logger.error("master refused worker %s: %s", self.worker_id, notice.text)
                 self.running = False

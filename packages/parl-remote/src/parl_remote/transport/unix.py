@@ -1,0 +1,98 @@
+"""The same-host transport's sockets: an abstract-namespace Unix stream socket per job.
+
+After ``INIT`` a job offers, besides its zmq endpoints, a listening ``AF_UNIX`` stream socket named
+``\\0xparl-<pid>-<random>`` (abstract namespace: no file, gone with the process). A same-host client
+connects to it, checks with ``SO_PEERCRED`` that the listener is the granted job's pid and runs as its
+own user, and from then on ALL its traffic with that job (calls, futures and batches, attributes,
+``DELETE``, output forwarding, shared-memory manifests) travels on it. The job accepts only peers of
+its own uid (``SO_PEERCRED``). Messages are the protocol's signed frames (``stream_io.py``), and a
+connection that delivers one bad message is closed (its framing can no longer be trusted).
+
+``XPARL_UNIX_STREAM=0`` turns the fast path off (the client then uses the job's zmq ``ipc://``
+endpoint, as between hosts it uses TCP).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import struct
+import sys
+
+from parl_remote import config
+
+_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def enabled() -> bool:
+    """True when same-host connections may use the Unix stream transport (``XPARL_UNIX_STREAM``, Linux only)."""
+    return sys.platform.startswith("linux") and bool(config.get("UNIX_STREAM"))
+
+
+def listen() -> tuple[socket.socket, str]:
+    """Opens a listening abstract-namespace Unix stream socket.
+
+    Returns:
+        ``(listening socket, name)``; a peer connects to ``"\\0" + name``.
+
+    Raises:
+        OSError: the platform has no abstract Unix sockets.
+    """
+    name = f"xparl-{os.getpid()}-{secrets.token_hex(8)}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind("\0" + name)
+        sock.listen(8)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock, name
+
+
+def connect(name: str, timeout_s: float = 5.0) -> socket.socket:
+    """Connects to the listening socket ``name`` (as returned by ``listen``).
+
+    Raises:
+        OSError: nothing listens under that name.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect("\0" + name)
+        sock.settimeout(None)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """The ``(pid, uid, gid)`` of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
+    return _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
+
+
+def check_peer(sock: socket.socket, uid: int | None = None, pid: int | None = None) -> str | None:
+    """Checks the peer of a connected Unix socket.
+
+    Args:
+        sock: the connected socket.
+        uid: the user the peer must run as (default: this process's user).
+        pid: the process the peer must be, or None for any.
+
+    Returns:
+        None when the peer passes, else why it does not (for the log).
+    """
+    try:
+        peer_pid, peer_uid, _ = peer_credentials(sock)
+    except OSError as exc:
+        return f"no peer credentials: {exc}"
+    expected_uid = os.getuid() if uid is None else uid
+    if peer_uid != expected_uid:
+        return f"peer process {peer_pid} runs as uid {peer_uid}, not {expected_uid}"
+    if pid is not None and peer_pid != pid:
+        return f"peer is process {peer_pid}, not {pid}"
+    return None
+
+
