@@ -132,7 +132,7 @@ def start(
 )
 def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str) -> None:
     """Add a worker with this machine's CPUs to a running cluster."""
-    from parl_remote.client import parse_address, resolve_token
+    from parl_remote.client.master_link import parse_address, resolve_token
 
     try:
         _, port = parse_address(address)

@@ -103,3 +103,23 @@ def cluster_dir(port: int) -> pathlib.Path:
     path = state_dir() / "clusters" / str(int(port))
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
+
+
+MONITOR_PORT_OFFSET = 100  # the web monitor's default HTTP port is the master's port + this (as in PARL)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """Splits ``"host:port"``.
+
+    Raises:
+        ValueError: not of the form ``host:port`` with an integer port.
+    """
+    if not isinstance(address, str) or ":" not in address:
+        raise ValueError(f"address must be 'host:port' (e.g. 'localhost:8010'), got {address!r}")
+    host, _, port = address.rpartition(":")
+    try:
+        return host or "127.0.0.1", int(port)
+    except ValueError:
+        raise ValueError(f"address must be 'host:port' with an integer port, got {address!r}") from None
+
+

@@ -40,6 +40,7 @@ from typing import Any
 
 import cloudpickle
 import zmq
+import zmq.utils.monitor
 
 from parl_remote import config, files
 from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
@@ -533,7 +534,7 @@ class Job:
         try:
             cls = self._load_class(body)
             self.class_name = cls.__name__
-            args, kwargs = body["args"]
+            args, kwargs = serialization.loads(body["args"])
             self.in_user_code = True
             try:
                 self.obj = cls(*args, **kwargs)

@@ -19,10 +19,18 @@ import secrets
 import socket
 import struct
 import sys
+from typing import Any
 
 from parl_remote import config
+from parl_remote.transport import sigint
+from parl_remote.transport.base import READABLE, WRITABLE, ConnectionLost
+from parl_remote.transport.stream_io import StreamClosed, StreamConnection
+from parl_remote.wire import protocol
+from parl_remote.wire.protocol import Message, MsgType
+from parl_remote.wire.signing import Signer
 
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_DEATH_CAUSE_WAIT_S = 2.0  # after a stream ends, how long to wait for the cluster to learn why
 
 
 def enabled() -> bool:
@@ -96,3 +104,81 @@ def check_peer(sock: socket.socket, uid: int | None = None, pid: int | None = No
     return None
 
 
+
+class UnixPeer:
+    """A ``Connection`` (``base.py``) over a connected Unix stream socket (``stream_io.StreamConnection``).
+
+    Its end is an event: EOF or ``ECONNRESET`` from the kernel means the peer process is gone, so nothing
+    needs watching; a corrupt stream (a bad prefix) closes it.
+
+    Args:
+        io: the framed stream (this object owns it).
+        signer: the cluster's signer.
+        channel: the same-host shared-memory arenas, or None.
+    """
+
+    watched = False
+    ever_connected = True
+    lost_text = "its process closed the connection (the cluster did not say why)"
+
+    def __init__(self, io: StreamConnection, signer: Signer, channel: Any = None) -> None:
+        self.io = io
+        self.poll_key = io.fd
+        self.signer = signer
+        self.channel = channel
+
+    @property
+    def closed(self) -> bool:
+        return self.io.closed
+
+    @sigint.defer_ctrl_c_in
+    def send(self, msg_type: MsgType, req_id: int, payload: list, wait: bool = True) -> None:
+        """See ``base.Connection.send``: encoding (which takes shared-memory arena regions and the pending release
+        entries, leaked by a message never sent) and queueing are one step that a Ctrl-C does not split."""
+        try:
+            self.io.send(protocol.encode(self.signer, msg_type, req_id, payload, self.channel), block=wait)
+        except StreamClosed as exc:
+            raise ConnectionLost(str(exc), wait_s=_DEATH_CAUSE_WAIT_S) from None
+
+    def send_best_effort(self, msg_type: MsgType, req_id: int, payload: list) -> None:
+        if self.io.closed:
+            return
+        try:  # what the kernel took is delivered after a close as well
+            self.io.send(protocol.encode(self.signer, msg_type, req_id, payload), block=False)
+        except StreamClosed:
+            pass
+
+    def flush(self) -> None:
+        try:
+            self.io.flush()
+        except StreamClosed as exc:
+            raise ConnectionLost(str(exc), wait_s=_DEATH_CAUSE_WAIT_S) from None
+
+    def wanted_events(self) -> int:
+        return READABLE | WRITABLE if self.io.sending else READABLE
+
+    def recv(self, timeout_s: float | None = None) -> Message | None:
+        """See ``base.Connection.recv`` (0: decodes what has arrived, without waiting)."""
+        io = self.io
+        try:
+            if timeout_s == 0:
+                if not io.inbox and not io.read_available() and not io.inbox:
+                    raise StreamClosed("the peer closed the connection")
+                if not io.inbox:
+                    return None
+                frames = io.inbox.popleft()
+            else:
+                frames = io.recv(timeout_s)
+                if frames is None:
+                    return None
+        except StreamClosed as exc:
+            raise ConnectionLost(str(exc), wait_s=_DEATH_CAUSE_WAIT_S) from None
+        except protocol.Rejected as exc:  # corrupt framing: the stream was closed
+            raise ConnectionLost(str(exc), cause=f"its connection broke ({exc})") from None
+        return protocol.decode(self.signer, frames, False, self.channel)
+
+    def check_alive(self) -> None:
+        """Nothing to watch: the connection's end is reported by ``recv`` / ``send``."""
+
+    def close(self, linger_ms: int = 0) -> None:
+        self.io.close()
