@@ -16,22 +16,9 @@ import time
 import urllib.error
 import urllib.request
 
+from parl_remote.config import MONITOR_PORT_OFFSET, parse_address
+
 logger = logging.getLogger(__name__)
-
-MONITOR_PORT_OFFSET = 100
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """Split ``"host:port"`` into ``(host, port)``.
-
-    Raises:
-        ValueError: not ``host:port`` with a port in 1..65535 (the message shows the expected form).
-    """
-    host, sep, port = str(address).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"cluster address must look like 'host:port' (e.g. 127.0.0.1:8010), got {address!r}")
-    return host.strip("[]"), int(port)
-
 
 def default_monitor_port(address: str) -> int:
     """The monitor's default port: the master's port + 100, as in PARL (``xparl start --port 8010`` -> 8110).

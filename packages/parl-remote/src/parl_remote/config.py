@@ -109,17 +109,12 @@ MONITOR_PORT_OFFSET = 100  # the web monitor's default HTTP port is the master's
 
 
 def parse_address(address: str) -> tuple[str, int]:
-    """Splits ``"host:port"``.
+    """Splits ``"host:port"`` (``"[::1]:8010"`` too; an empty host is ``127.0.0.1``).
 
     Raises:
-        ValueError: not of the form ``host:port`` with an integer port.
+        ValueError: not of the form ``host:port`` with a port in 1..65535.
     """
-    if not isinstance(address, str) or ":" not in address:
+    host, sep, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"address must be 'host:port' (e.g. 'localhost:8010'), got {address!r}")
-    host, _, port = address.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"address must be 'host:port' with an integer port, got {address!r}") from None
-
-
+    return host.strip("[]") or "127.0.0.1", int(port)

@@ -76,7 +76,7 @@ class MsgType(enum.IntEnum):
     CLIENT_BYE = 32  # dict(client_id)
     ACQUIRE_JOB = 33  # dict(client_id, class_name, max_memory_mb, n_gpu) -> REPLY grant | NO_RESOURCE
     ACTOR_INFO = 34  # dict(actor_id) -> REPLY actor record
-    STATUS = 35  # -> REPLY status dict (contract B)
+    STATUS = 35  # -> REPLY the status snapshot (``Master.status``)
     ACTOR_LOG = 36  # dict(actor_id, offset, max_bytes) -> REPLY (bytes, next_offset)
 
     # client -> job

@@ -1,6 +1,6 @@
 """The job process: hosts one actor and serves its client's calls directly (point to point).
 
-A worker pre-spawns jobs (``python -m parl_remote.job ...``). A job binds a ROUTER socket, tells its
+A worker pre-spawns jobs (``python -m parl_remote.server.job ...``). A job binds a ROUTER socket, tells its
 worker it is ready, and waits. The client that was granted the job connects, sends ``INIT`` (the
 class, its arguments and the hash of the shipped files), then ``CALL`` / ``GET_ATTR`` / ``SET_ATTR``
 requests, which run **in order in the main thread**; replies carry the request ids. ``DELETE`` ends
@@ -18,15 +18,14 @@ stays closed for ``CLIENT_GONE_GRACE_S`` (client died; at once when the client's
 ends, which cannot reconnect), or when its worker disappears
 (``PR_SET_PDEATHSIG`` on Linux, and a parent-pid check while idle).
 
-Output: fd 1 and 2 are redirected to the actor's log file ``<log dir>/<actor id>.log``; what Python
-code prints is also forwarded to the client (``LOG`` notifications) unless the client turned it off.
+The job is three modules: this one serves the connections (the loop, the transports, liveness),
+``job_handlers.py`` runs the requests, ``job_output.py`` captures and forwards the actor's output.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib
 import logging
 import os
 import secrets
@@ -35,66 +34,24 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from typing import Any
 
-import cloudpickle
 import zmq
 import zmq.utils.monitor
 
-from parl_remote import config, files
-from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
+from parl_remote import config
+from parl_remote.server.exits import EXIT_CLIENT_GONE, EXIT_DELETED, EXIT_NOT_STARTED, EXIT_WORKER_GONE
+from parl_remote.server.job_handlers import Handlers
+from parl_remote.server.job_output import OutputCapture
 from parl_remote.transport import stream_io, unix, zmq_io
-from parl_remote.wire import protocol, serialization, shm
-from parl_remote.wire.protocol import Message, MsgType
+from parl_remote.wire import protocol, shm
+from parl_remote.wire.protocol import MsgType
 
 logger = logging.getLogger(__name__)
 
 # the main loop's longest wait: everything else is an event (messages, connections, the client's end,
 # background output); only the worker-gone check (a backup to PR_SET_PDEATHSIG) runs this rarely
 _IDLE_POLL_MS = 1000
-_OUTPUT_BATCH_S = 0.05  # while a method runs, its output reaches the client this often at most (one message)
-# exit codes, described by the worker (``worker.describe_exit``)
-EXIT_DELETED = 0
-EXIT_CLIENT_GONE = 3
-EXIT_WORKER_GONE = 4
-
-
-class _Tee:
-    """A text stream writing to the actor's log file and queueing text for the client.
-
-    Text queued when the queue was empty calls ``wake`` (``Job._wake``): while a method runs, the output
-    thread forwards it within ``_OUTPUT_BATCH_S``; otherwise the main loop does (or the next reply).
-    """
-
-    def __init__(self, log_file: Any, stream: str, pending: list | None, wake: Any = None) -> None:
-        self._file = log_file
-        self._stream = stream
-        self._pending = pending
-        self._wake = wake
-
-    def write(self, text: str) -> int:
-        self._file.write(text)
-        pending = self._pending
-        if pending is not None and text:
-            was_empty = not pending
-            pending.append((self._stream, text))
-            if was_empty and self._wake is not None:
-                self._wake()
-        return len(text)
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return self._file.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
 
 
 def _set_parent_death_signal() -> None:
@@ -109,7 +66,7 @@ def _set_parent_death_signal() -> None:
         logger.debug("prctl(PR_SET_PDEATHSIG) unavailable")
 
 
-class Job:
+class Job(OutputCapture, Handlers):
     """One job process (see the module docstring). Built and run by ``main``."""
 
     def __init__(
@@ -239,33 +196,6 @@ class Job:
             if self.alone_since is not None and self.running:
                 self._idle_checks()
         self._shutdown()
-
-    def _wake(self) -> None:
-        """Output was queued: have it forwarded soon (``_Tee``)."""
-        if self.in_user_code:
-            self.output_ready.set()
-            return
-        if threading.get_ident() == self.main_ident:
-            return  # the main loop's own output: forwarded with the next reply or idle turn
-        try:
-            os.write(self.wake_w, b"x")
-        except OSError:  # full: a wake-up is pending anyway
-            pass
-
-    def _output_loop(self) -> None:
-        """The output thread: forwards what a running method prints (e.g. training progress) while it runs,
-        not only with its reply."""
-        while True:
-            self.output_ready.wait()
-            self.output_ready.clear()
-            time.sleep(_OUTPUT_BATCH_S)  # one message for a burst of prints
-            with self.io_lock:
-                if self.in_user_code:
-                    self._flush_output(background=True)
-
-    def _leave_user_code(self) -> None:
-        with self.io_lock:  # waits for a forwarding in progress: the sockets are the main thread's again
-            self.in_user_code = False
 
     def _serve_router(self) -> None:
         """Handles the messages waiting on the ROUTER socket."""
@@ -408,15 +338,6 @@ class Job:
             self.running = False
             self.exit_code = EXIT_CLIENT_GONE
 
-    def _flush_output(self, background: bool = False) -> None:
-        pending = self.pending_output
-        if not pending or (self.client is None and self.client_stream is None):
-            return
-        items = pending[:]
-        del pending[: len(items)]
-        self._send(MsgType.LOG, 0, serialization.dumps(items), self.client, self.client_stream, notification=True,
-                   background=background)  # fmt: skip
-
     def _send(
         self,
         msg_type: MsgType,
@@ -450,212 +371,6 @@ class Job:
         except zmq.ZMQError as exc:
             if not notification:
                 logger.warning("job %s: cannot reply: %s", self.job_id, exc)
-
-    def _reply(self, msg: Message, body: Any = None, msg_type: MsgType = MsgType.REPLY, what: str = "") -> None:
-        """Answers ``msg`` with ``body``; ``what`` names the value for the error sent when it cannot be pickled
-        (e.g. ``"the return value of Foo.bar()"``)."""
-        self._flush_output()
-        try:
-            payload = serialization.dumps(body)
-        except Exception as exc:  # an unpicklable return value
-            msg_type = MsgType.ERROR
-            if what:
-                cause = exc.__cause__ if exc.__cause__ is not None else exc
-                exc = SerializationError(
-                    f"cannot send {what} back ({type(body).__name__}): {cause}. Return a picklable value "
-                    "(plain data, numpy arrays, module-level functions)"
-                )
-            payload = serialization.dumps(error_body(exc, traceback.format_exc()))
-        if self.batch_out is not None:
-            if len(payload) == 1:
-                self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
-                return
-            self._flush_batch(msg)  # keep the replies in order
-        self._send(msg_type, msg.req_id, payload, msg.identity, self.reply_conn)
-
-    def _answer_unreadable(self, exc: protocol.Unreadable) -> None:
-        """Answers a request whose arguments could not be read from shared memory with a ``TransferError``
-        (its method does not run; the connection stays up)."""
-        logger.warning("job %s: a %s request could not be read: %s", self.job_id, exc.type.name, exc)
-        if not exc.req_id:
-            return  # a notification: nobody waits for an answer
-        error = TransferError(
-            f"actor {self.actor_id}: the arguments of this call could not be read from shared memory, so it did "
-            f"not run: {exc}. {SHM_LOSS_HINT}"
-        )
-        self._reply(Message(exc.type, exc.req_id, [b""], exc.identity), error_body(error, ""), MsgType.ERROR)
-
-    def _reply_error(self, msg: Message, exc: BaseException) -> None:
-        tb_text = traceback.format_exc()
-        body = error_body(exc, tb_text)
-        self._reply(msg, body, MsgType.ERROR)
-        if self.actor_id is not None:
-            report = {k: body[k] for k in ("type", "message", "traceback")}
-            report.update(actor_id=self.actor_id, time=time.time())
-            try:
-                zmq_io.send(self.worker, self.signer, MsgType.ACTOR_FAILED_CALL, 0, report, flags=zmq.NOBLOCK)
-            except zmq.ZMQError:
-                pass
-
-    # ------------------------------------------------------------------------------------- handlers
-    def on_files(self, msg: Message) -> None:
-        body = msg.body()
-        try:
-            files.extract(self._cache_root(), body["files_hash"], body["files"])
-        except Exception as exc:
-            self._reply_error(msg, exc)
-            return
-        self._reply(msg, True)
-
-    def _cache_root(self) -> Any:
-        import pathlib
-
-        return pathlib.Path(self.cache_dir)
-
-    def on_init(self, msg: Message) -> None:
-        if self.obj is not None:
-            self._reply_error(msg, RuntimeError("this job already hosts an actor"))
-            return
-        body = msg.body()
-        files_hash = body.get("files_hash")
-        if files_hash:
-            folder = files.cached_dir(self._cache_root(), files_hash)
-            if folder is None:
-                self._reply(msg, files_hash, MsgType.NEED_FILES)
-                return
-            sys.path.insert(0, str(folder))
-            os.chdir(folder)
-        self.client = msg.identity
-        self.actor_id = body["actor_id"]
-        self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
-        if self.peer_same_host and self.shm_channel is None:
-            self.shm_channel = shm.Channel()
-        self._open_log(body.get("forward_output", True))
-        try:
-            cls = self._load_class(body)
-            self.class_name = cls.__name__
-            args, kwargs = serialization.loads(body["args"])
-            self.in_user_code = True
-            try:
-                self.obj = cls(*args, **kwargs)
-            finally:
-                self._leave_user_code()
-        except BaseException as exc:  # noqa: BLE001 - reported to the client
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            self._reply_error(msg, exc)
-            return
-        info = {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""}
-        if self.peer_same_host and self.ipc_address:
-            info["ipc"] = self.ipc_address
-        if self.peer_same_host and self.stream_name:
-            info["unix"] = self.stream_name
-        self._reply(msg, info)
-
-    def _load_class(self, body: dict) -> type:
-        ref = body.get("class_ref")
-        if ref is not None:
-            module_name, qualname = ref
-            try:
-                obj: Any = importlib.import_module(module_name)
-                for part in qualname.split("."):
-                    obj = getattr(obj, part)
-                original = getattr(obj, "_original", obj)
-                if isinstance(original, type):
-                    return original
-            except Exception:
-                if body.get("class_blob") is None:
-                    raise ImportError(
-                        f"cannot import {module_name}.{qualname} on the worker; ship its file with "
-                        "connect(distributed_files=[...]) or install it on the worker"
-                    ) from None
-        return cloudpickle.loads(body["class_blob"])
-
-    def _open_log(self, forward: bool) -> None:
-        os.makedirs(self.log_dir, exist_ok=True)
-        path = os.path.join(self.log_dir, f"{self.actor_id}.log")
-        log_file = open(path, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(log_file.fileno(), 1)
-        os.dup2(log_file.fileno(), 2)
-        self.pending_output = [] if forward else None
-        sys.stdout = _Tee(log_file, "stdout", self.pending_output, self._wake)
-        sys.stderr = _Tee(log_file, "stderr", self.pending_output, self._wake)
-        if forward:
-            threading.Thread(target=self._output_loop, name="xparl-output", daemon=True).start()
-
-    def on_call(self, msg: Message) -> None:
-        try:
-            name, args, kwargs = msg.body()
-            self.in_user_code = True
-            try:
-                result = getattr(self.obj, name)(*args, **kwargs)
-            finally:
-                self._leave_user_code()
-        except BaseException as exc:  # noqa: BLE001 - the actor stays alive; the caller gets the error
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            self._reply_error(msg, exc)
-            return
-        self._reply(msg, result, what=f"the return value of {self.class_name}.{name}()")
-
-    def on_get_attr(self, msg: Message) -> None:
-        try:
-            name = msg.body()
-            self.in_user_code = True
-            try:
-                value = getattr(self.obj, name)
-            finally:
-                self._leave_user_code()
-        except BaseException as exc:  # noqa: BLE001
-            self._reply_error(msg, exc)
-            return
-        self._reply(msg, value, what=f"attribute {name!r} of {self.class_name}")
-
-    def on_set_attr(self, msg: Message) -> None:
-        try:
-            name, value = msg.body()
-            self.in_user_code = True
-            try:
-                setattr(self.obj, name, value)
-            finally:
-                self._leave_user_code()
-        except BaseException as exc:  # noqa: BLE001
-            self._reply_error(msg, exc)
-            return
-        self._reply(msg, None)
-
-    def on_batch(self, msg: Message) -> None:
-        """Runs several requests in order and answers them with one BATCH message."""
-        self.batch_out = []
-        try:
-            for raw_type, rid, body in msg.body():
-                msg_type = MsgType(raw_type)
-                handler = self.handlers.get(msg_type)
-                if handler is None or msg_type is MsgType.BATCH:
-                    continue
-                handler(Message(msg_type, rid, [body], msg.identity))
-                if not self.running:
-                    break
-        finally:
-            self._flush_batch(msg)
-            self.batch_out = None
-
-    def _flush_batch(self, msg: Message) -> None:
-        items, self.batch_out = self.batch_out, []
-        if not items:
-            return
-        if len(items) == 1:
-            raw_type, rid, body = items[0]
-            frames, msg_type = [body], MsgType(raw_type)
-        else:
-            rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
-        self._send(msg_type, rid, frames, msg.identity, self.reply_conn)
-
-    def on_delete(self, msg: Message) -> None:
-        self.running = False  # first: a client that closed its stream right after DELETE is not "gone"
-        self._reply(msg, None)
 
     def _shutdown(self) -> None:
         self._flush_output()
@@ -692,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _set_parent_death_signal()
     if os.getppid() != args.worker_pid:
-        sys.exit(1)
+        sys.exit(EXIT_NOT_STARTED)
     token = os.environ.pop("XPARL_TOKEN", "")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s job %(process)d %(levelname)s %(message)s")
     job = Job(args.worker_address, args.job_id, args.host, args.log_dir, args.cache_dir, token, args.worker_pid)

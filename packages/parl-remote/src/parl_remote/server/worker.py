@@ -26,6 +26,7 @@ import psutil
 import zmq
 
 from parl_remote import __version__, config
+from parl_remote.server.exits import describe_exit
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, shm
 from parl_remote.wire.protocol import Message, MsgType
@@ -63,23 +64,6 @@ class JobProcess:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
                 pass
-
-
-def describe_exit(returncode: int) -> str:
-    """A human description of a process's exit status (``-9`` -> ``"killed by signal 9 (SIGKILL)"``)."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown"
-        return f"killed by signal {-returncode} ({name})"
-    if returncode == 0:
-        return "deleted by its client"
-    if returncode == 3:
-        return "its client disconnected"
-    if returncode == 4:
-        return "its worker process ended"
-    return f"exited with code {returncode}"
 
 
 class Worker:
@@ -249,7 +233,7 @@ class Worker:
         env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
         try:
             self.zygote = subprocess.Popen(
-                [sys.executable, "-m", "parl_remote.zygote"], env=env, stdin=subprocess.PIPE,
+                [sys.executable, "-m", "parl_remote.server.zygote"], env=env, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=self.boot_log,
             )  # fmt: skip
         except OSError:
@@ -296,7 +280,7 @@ class Worker:
             except OSError:
                 logger.warning("the job fork server is gone; jobs start as new interpreters")
         env = dict(os.environ, XPARL="True", XPARL_TOKEN=self.token)
-        cmd = [sys.executable, "-m", "parl_remote.job", *argv, "--worker-pid", str(os.getpid())]
+        cmd = [sys.executable, "-m", "parl_remote.server.job", *argv, "--worker-pid", str(os.getpid())]
         popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=self.boot_log, stderr=self.boot_log)
         self.jobs[job_id] = JobProcess(job_id, popen=popen, pid=popen.pid)
 
