@@ -43,7 +43,11 @@ from parl_remote import config
 from parl_remote.server.exits import EXIT_CLIENT_GONE, EXIT_DELETED, EXIT_NOT_STARTED, EXIT_WORKER_GONE
 from parl_remote.server.job_handlers import Handlers
 from parl_remote.server.job_output import OutputCapture
-from parl_remote.transport import stream_io, unix, zmq_io
+from parl_remote.transport import unix, zmq_io
+from parl_remote.transport.base import WRITABLE, ConnectionLost, SendFailed
+from parl_remote.transport.stream_io import StreamConnection
+from parl_remote.transport.unix import UnixPeer
+from parl_remote.transport.zmq_peer import RouterRoute
 from parl_remote.wire import protocol, shm
 from parl_remote.wire.protocol import MsgType
 
@@ -103,8 +107,10 @@ class Job(OutputCapture, Handlers):
                 self.listener, self.stream_name = unix.listen()
             except OSError:
                 logger.debug("no unix stream socket for job %s", job_id)
-        self.streams: dict[int, stream_io.StreamConnection] = {}
-        self.client_stream: stream_io.StreamConnection | None = None  # where output is forwarded
+        self.streams: dict[int, UnixPeer] = {}  # stream peers by file descriptor
+        self.stream_masks: dict[int, int] = {}  # the poll events each stream peer is registered for
+        self.client_stream: UnixPeer | None = None  # the client's stream: output is forwarded there
+        self.routes: dict[bytes, RouterRoute] = {}  # the ROUTER's peers, by routing identity
         self.poller = select.poll()
         self.wake_r, self.wake_w = os.pipe()  # background threads' output wakes the main loop
         # while user code runs in the main thread, the output thread forwards its output (under io_lock,
@@ -140,7 +146,7 @@ class Job(OutputCapture, Handlers):
             MsgType.BATCH: self.on_batch,
         }
         self.batch_out: list | None = None
-        self.reply_conn: stream_io.StreamConnection | None = None  # the stream the message being handled came on
+        self.reply_route: Any = None  # the connection the message being handled came on (a ``Connection``)
 
     # ----------------------------------------------------------------------------------------- loop
     def run(self) -> None:
@@ -208,14 +214,14 @@ class Job(OutputCapture, Handlers):
             except protocol.Notice:
                 continue
             except protocol.Unreadable as exc:
-                self.reply_conn = None
+                self.reply_route = self.route(exc.identity)
                 self._answer_unreadable(exc)
                 continue
             if msg is None:
                 continue
             if self.client is not None and msg.identity != self.client:
                 self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
-            self.reply_conn = None
+            self.reply_route = self.route(msg.identity)
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
@@ -239,64 +245,78 @@ class Job(OutputCapture, Handlers):
                 logger.warning("job %s: refused a unix stream peer: %s", self.job_id, refused)
                 sock.close()
                 continue
-            conn = stream_io.StreamConnection(sock)
-            self.streams[conn.fd] = conn
-            self.poller.register(conn.fd, select.POLLIN)
+            peer = UnixPeer(StreamConnection(sock), self.signer, self.shm_channel)
+            self.streams[peer.poll_key] = peer
+            self.stream_masks[peer.poll_key] = select.POLLIN
+            self.poller.register(peer.poll_key, select.POLLIN)
             self.alone_since = None
 
-    def _serve_stream(self, conn: stream_io.StreamConnection, mask: int) -> None:
+    def route(self, identity: bytes) -> RouterRoute:
+        """The connection (sending half) to the ROUTER's peer ``identity``."""
+        route = self.routes.get(identity)
+        if route is None:
+            route = self.routes[identity] = RouterRoute(self.router, identity, self.signer, self.shm_channel)
+        return route
+
+    def use_shared_memory(self, channel: shm.Channel) -> None:
+        """The client runs on this host: large buffers of later messages travel through ``channel``."""
+        self.shm_channel = channel
+        for conn in (*self.routes.values(), *self.streams.values()):
+            conn.channel = channel
+
+    def _serve_stream(self, peer: UnixPeer, mask: int) -> None:
         """Reads a stream peer's messages and runs them in order."""
+        alive = True
         try:
             if mask & select.POLLOUT:
-                conn.flush()
-            alive = conn.read_available() if mask & (select.POLLIN | select.POLLHUP | select.POLLERR) else True
-        except stream_io.StreamClosed:
-            alive = False
-        except protocol.Rejected as exc:
-            logger.warning("job %s: closed a unix stream peer: %s", self.job_id, exc)
+                peer.flush()
+        except ConnectionLost:
             alive = False
         handlers = self.handlers
-        inbox = conn.inbox
-        while inbox and self.running and not conn.closed:
-            frames = inbox.popleft()
+        while alive and self.running and not peer.closed:
             try:
-                msg = protocol.decode(self.signer, frames, False, self.shm_channel)
+                msg = peer.recv(0)
+            except ConnectionLost as exc:
+                if exc.cause is not None:
+                    logger.warning("job %s: closed a unix stream peer: %s", self.job_id, exc)
+                alive = False
+                break
             except protocol.Notice:
                 continue
             except protocol.Unreadable as exc:
-                self.client_stream = self.reply_conn = conn
+                self.client_stream = self.reply_route = peer
                 self._answer_unreadable(exc)
                 continue
             except protocol.Rejected as exc:
                 logger.warning("job %s: dropped a message from a unix stream peer and closed it: %s", self.job_id, exc)
                 if exc.notice is not None:
-                    try:
-                        conn.send(protocol.notice_frames(exc.notice, protocol.notice_text(exc.notice)), block=False)
-                    except stream_io.StreamClosed:
-                        pass
+                    peer.send_notice(exc.notice)
                 alive = False
                 break
-            self.client_stream = self.reply_conn = conn
+            if msg is None:
+                break
+            self.client_stream = self.reply_route = peer
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
             else:
                 handler(msg)
-        if not alive or conn.closed or conn.eof:
-            self._drop_stream(conn)
+        if not alive or peer.closed:
+            self._drop_stream(peer)
             return
         if self.pending_output:
             self._flush_output()
-        want = select.POLLIN | select.POLLOUT if conn.sending else select.POLLIN
-        if want != conn.poll_mask:  # wait for room to send queued output
-            conn.poll_mask = want
-            self.poller.modify(conn.fd, want)
+        want = select.POLLIN | select.POLLOUT if peer.wanted_events() & WRITABLE else select.POLLIN
+        if want != self.stream_masks.get(peer.poll_key):  # wait for room to send queued output
+            self.stream_masks[peer.poll_key] = want
+            self.poller.modify(peer.poll_key, want)
 
-    def _drop_stream(self, conn: stream_io.StreamConnection) -> None:
+    def _drop_stream(self, conn: UnixPeer) -> None:
         """Forgets a closed stream peer; when it was the client's connection, the client is gone."""
-        if self.streams.pop(conn.fd, None) is not None:
+        self.stream_masks.pop(conn.poll_key, None)
+        if self.streams.pop(conn.poll_key, None) is not None:
             try:
-                self.poller.unregister(conn.fd)
+                self.poller.unregister(conn.poll_key)
             except KeyError:
                 pass
         conn.close()
@@ -339,38 +359,25 @@ class Job(OutputCapture, Handlers):
             self.exit_code = EXIT_CLIENT_GONE
 
     def _send(
-        self,
-        msg_type: MsgType,
-        req_id: int,
-        payload: list,
-        identity: bytes | None,
-        conn: stream_io.StreamConnection | None,
-        notification: bool = False,
+        self, msg_type: MsgType, req_id: int, payload: list, conn: Any, notification: bool = False,
         background: bool = False,
     ) -> None:
-        """Sends a message to a peer: on its stream connection, else through the ROUTER to ``identity``.
+        """Sends a message on a connection (``transport/base.py``): a stream peer, or a ROUTER peer's route.
 
         A notification never blocks (it is dropped when the peer does not read) and carries no
         shared-memory release entries (those must not be lost with it). ``background``: sent by the output
         thread, which leaves a closed connection to the main loop.
         """
-        if conn is not None:
-            use_shm = False if notification else self.shm_channel
-            frames = protocol.encode(self.signer, msg_type, req_id, payload, use_shm)
-            try:
-                conn.send(frames, block=not notification, notification=notification)
-            except stream_io.StreamClosed:
-                if not background:
-                    self._drop_stream(conn)
+        if notification:
+            conn.send_best_effort(msg_type, req_id, payload)
             return
         try:
-            zmq_io.send(
-                self.router, self.signer, msg_type, req_id, identity=identity, payload=payload,
-                flags=zmq.NOBLOCK if notification else 0, use_shm=False if notification else self.shm_channel,
-            )  # fmt: skip
-        except zmq.ZMQError as exc:
-            if not notification:
-                logger.warning("job %s: cannot reply: %s", self.job_id, exc)
+            conn.send(msg_type, req_id, payload)
+        except ConnectionLost:
+            if not background:
+                self._drop_stream(conn)
+        except SendFailed as exc:
+            logger.warning("job %s: cannot reply: %s", self.job_id, exc)
 
     def _shutdown(self) -> None:
         self._flush_output()
@@ -382,7 +389,7 @@ class Job(OutputCapture, Handlers):
         for conn in list(self.streams.values()):
             try:
                 conn.flush()  # the kernel delivers what it took after the close too
-            except stream_io.StreamClosed:
+            except ConnectionLost:
                 pass
             conn.close()
         if self.listener is not None:

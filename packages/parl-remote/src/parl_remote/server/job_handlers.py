@@ -51,7 +51,7 @@ class Handlers:
                 self.batch_out.append((int(msg_type), msg.req_id, bytes(payload[0])))
                 return
             self._flush_batch(msg)  # keep the replies in order
-        self._send(msg_type, msg.req_id, payload, msg.identity, self.reply_conn)
+        self._send(msg_type, msg.req_id, payload, self.reply_route)
 
     def _answer_unreadable(self, exc: protocol.Unreadable) -> None:
         """Answers a request whose arguments could not be read from shared memory with a ``TransferError``
@@ -108,7 +108,7 @@ class Handlers:
         self.actor_id = body["actor_id"]
         self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
         if self.peer_same_host and self.shm_channel is None:
-            self.shm_channel = shm.Channel()
+            self.use_shared_memory(shm.Channel())
         self._open_log(body.get("forward_output", True))
         try:
             cls = self._load_class(body)
@@ -220,7 +220,7 @@ class Handlers:
             frames, msg_type = [body], MsgType(raw_type)
         else:
             rid, frames, msg_type = 0, serialization.dumps(items), MsgType.BATCH
-        self._send(msg_type, rid, frames, msg.identity, self.reply_conn)
+        self._send(msg_type, rid, frames, self.reply_route)
 
     def on_delete(self, msg: Message) -> None:
         self.running = False  # first: a client that closed its stream right after DELETE is not "gone"

@@ -57,7 +57,7 @@ class _Tee:
 
 class OutputCapture:
     """The output half of ``Job`` (a mixin: it uses the job's ``io_lock``, ``in_user_code``, ``pending_output``,
-    ``client`` / ``client_stream`` and ``_send``)."""
+    ``client`` / ``client_stream``, ``route`` and ``_send``)."""
 
     def _wake(self) -> None:
         """Output was queued: have it forwarded soon (``_Tee``)."""
@@ -106,5 +106,5 @@ class OutputCapture:
             return
         items = pending[:]
         del pending[: len(items)]
-        self._send(MsgType.LOG, 0, serialization.dumps(items), self.client, self.client_stream, notification=True,
-                   background=background)  # fmt: skip
+        route = self.client_stream or self.route(self.client)
+        self._send(MsgType.LOG, 0, serialization.dumps(items), route, notification=True, background=background)

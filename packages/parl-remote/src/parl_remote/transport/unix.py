@@ -141,10 +141,18 @@ class UnixPeer:
             raise ConnectionLost(str(exc), wait_s=_DEATH_CAUSE_WAIT_S) from None
 
     def send_best_effort(self, msg_type: MsgType, req_id: int, payload: list) -> None:
+        """See ``base.Connection.send_best_effort``: dropped as well while much output waits to be sent."""
         if self.io.closed:
             return
         try:  # what the kernel took is delivered after a close as well
-            self.io.send(protocol.encode(self.signer, msg_type, req_id, payload), block=False)
+            self.io.send(protocol.encode(self.signer, msg_type, req_id, payload), block=False, notification=True)
+        except StreamClosed:
+            pass
+
+    def send_notice(self, notice: MsgType) -> None:
+        """Tells the peer, unsigned, why its message was rejected (``protocol.notice_frames``); never fails."""
+        try:
+            self.io.send(protocol.notice_frames(notice, protocol.notice_text(notice)), block=False)
         except StreamClosed:
             pass
 

@@ -168,3 +168,41 @@ class ZmqPeer:
         self.monitor.close(linger=0)
         self.sock.close(linger=linger_ms)
 
+
+
+class RouterRoute:
+    """The sending half of a ``Connection`` to one peer of a ROUTER socket (how a job answers a zmq client).
+
+    Receiving stays with the ROUTER's owner, which reads all its peers at once (``zmq_io.recv``).
+
+    Args:
+        router: the ROUTER socket (owned by the caller).
+        identity: the peer's routing identity.
+        signer: the cluster's signer.
+        channel: the same-host shared-memory arenas, or None.
+    """
+
+    def __init__(self, router: zmq.Socket, identity: bytes, signer: Signer, channel: Any = None) -> None:
+        self.router = router
+        self.identity = identity
+        self.signer = signer
+        self.channel = channel
+
+    def send(self, msg_type: MsgType, req_id: int, payload: list, wait: bool = True) -> None:
+        """Queues a message for the peer (``wait`` is implied: zmq queues whole messages).
+
+        Raises:
+            SendFailed: the socket refused it.
+        """
+        try:
+            zmq_io.send(self.router, self.signer, msg_type, req_id, identity=self.identity, payload=payload,
+                        use_shm=self.channel)  # fmt: skip
+        except zmq.ZMQError as exc:
+            raise SendFailed(str(exc)) from None
+
+    def send_best_effort(self, msg_type: MsgType, req_id: int, payload: list) -> None:
+        try:
+            zmq_io.send(self.router, self.signer, msg_type, req_id, identity=self.identity, payload=payload,
+                        flags=zmq.NOBLOCK)  # fmt: skip
+        except zmq.ZMQError:
+            pass
