@@ -47,7 +47,6 @@ from parl_remote.wire.signing import Signer
 
 if TYPE_CHECKING:
     from parl_remote.client.future import RemoteFuture
-    from parl_remote.client.reactor import Reactor
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +91,7 @@ class ActorConnection:
         self.pid: int = grant["pid"]
         self.class_name = class_name
         self.forward_output = forward_output
+        self.where = f"actor {class_name} {self.actor_id}, pid {self.pid} at {self.address}"  # for messages
         self.conn: Connection = ZmqPeer(ctx, f"tcp://{self.address}", signer)
         self._zmq: ZmqPeer = self.conn  # the last zmq connection (introspection: ``sock``)
         self.lock = threading.Lock()
@@ -100,7 +100,7 @@ class ActorConnection:
         self.closed = False
         self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.stream_name: str | None = None  # the job's Unix stream socket, once moved there
-        self.reactor: Reactor | None = None
+        self.reactor: Any = None  # the client's ``reactor.Reactor`` once this actor is handed over (future mode)
         self._partial: dict[str, str] = {}
         sigint.guard_sigint()  # a Ctrl-C must not cut a message in two (main thread only; see sigint.py)
 
@@ -168,10 +168,6 @@ class ActorConnection:
     @property
     def ever_connected(self) -> bool:
         return self.conn.ever_connected
-
-    @property
-    def where(self) -> str:
-        return f"actor {self.class_name} {self.actor_id}, pid {self.pid} at {self.address}"
 
     # ------------------------------------------------------------------------------ blocking calls
     def request(self, msg_type: MsgType, payload: list) -> Message:

@@ -19,41 +19,17 @@ import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 import zmq
 
 from parl_remote import __version__, config
+from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class WorkerInfo:
-    worker_id: str
-    identity: bytes
-    host: str
-    pid: int
-    cpus_total: int
-    vacant: dict = field(default_factory=dict)  # job_id -> {address, pid}
-    busy: set = field(default_factory=set)  # actor ids
-    metrics: dict = field(default_factory=dict)
-    last_seen: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class ClientInfo:
-    client_id: str
-    identity: bytes
-    host: str
-    pid: int
-    script: str
-    started_at: float
-    actors: set = field(default_factory=set)
-    last_seen: float = field(default_factory=time.monotonic)
 
 
 class Master:
@@ -145,23 +121,28 @@ class Master:
         logger.info("worker %s %s (%s, %d CPUs)", wid, "re-registered" if old else "joined", info.host, info.cpus_total)
         self._reply(msg, {"master_pid": os.getpid()})
 
+    def _known(self, msg: Message, info: Any) -> bool:
+        """True when a worker's or client's record exists (it was seen now); otherwise tells the sender to register
+        again."""
+        if info is None:
+            self._reply(msg, None, MsgType.REREGISTER)
+            return False
+        info.last_seen = time.monotonic()
+        return True
+
     def on_worker_heartbeat(self, msg: Message) -> None:
         body = msg.body()
         info = self.workers.get(body["worker_id"])
-        if info is None or info.identity != msg.identity:
-            self._reply(msg, None, MsgType.REREGISTER)
+        if not self._known(msg, info if info is not None and info.identity == msg.identity else None):
             return
-        info.last_seen = time.monotonic()
         info.metrics.update({k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")})
         self._reply(msg, None)
 
     def on_job_ready(self, msg: Message) -> None:
         body = msg.body()
         info = self.workers.get(body["worker_id"])
-        if info is None:
-            self._reply(msg, None, MsgType.REREGISTER)
+        if not self._known(msg, info):
             return
-        info.last_seen = time.monotonic()
         info.vacant[body["job_id"]] = {"job_id": body["job_id"], "address": body["address"], "pid": body["pid"]}
 
     def on_job_ended(self, msg: Message) -> None:
@@ -238,10 +219,8 @@ class Master:
     def on_client_heartbeat(self, msg: Message) -> None:
         body = msg.body()
         info = self.clients.get(body["client_id"])
-        if info is None:
-            self._reply(msg, None, MsgType.REREGISTER)
+        if not self._known(msg, info):
             return
-        info.last_seen = time.monotonic()
         info.identity = msg.identity if body.get("from_requests") else info.identity
         self._reply(msg, None)
 
@@ -259,7 +238,7 @@ class Master:
             if worker is not None:
                 self._send(worker.identity, MsgType.KILL_JOB, {"job_id": actor["job_id"], "cause": cause})
 
-    def _capacity(self) -> dict:
+    def capacity(self) -> dict:
         total = sum(w.cpus_total for w in self.workers.values())
         used = sum(len(w.busy) for w in self.workers.values())
         return {"total": total, "used": used, "vacant": max(0, total - used), "workers": len(self.workers)}
@@ -267,11 +246,11 @@ class Master:
     def on_acquire(self, msg: Message) -> None:
         body = msg.body()
         if body.get("n_gpu", 0):
-            self._reply(msg, {"kind": "gpu", **self._capacity()}, MsgType.NO_RESOURCE)
+            self._reply(msg, {"kind": "gpu", **self.capacity()}, MsgType.NO_RESOURCE)
             return
         candidates = [w for w in self.workers.values() if w.vacant]
         if not candidates:
-            self._reply(msg, {"kind": "cpu", **self._capacity()}, MsgType.NO_RESOURCE)
+            self._reply(msg, {"kind": "cpu", **self.capacity()}, MsgType.NO_RESOURCE)
             return
         worker = max(candidates, key=lambda w: len(w.vacant))
         job_id, job = next(iter(worker.vacant.items()))
@@ -305,32 +284,7 @@ class Master:
     def status(self) -> dict:
         """The cluster status snapshot read by ``ClusterClient.status`` (JSON-serialisable; the monitor reads
         its keys)."""
-        now = time.monotonic()
-        cap = self._capacity()
-        public = ("id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
-                  "death_cause", "last_error")  # fmt: skip
-        return {
-            "master": {"address": self.address, "version": __version__, "pid": os.getpid(),
-                       "started_at": self.started_at, "monitor_port": self.monitor_port},
-            "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
-            "workers": [
-                {
-                    "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total,
-                    "cpus_used": len(w.busy),
-                    "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
-                    "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
-                    "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],
-                    "last_seen_s_ago": round(now - w.last_seen, 3),
-                }
-                for w in self.workers.values()
-            ],
-            "clients": [
-                {"id": c.client_id, "host": c.host, "pid": c.pid, "script": c.script, "started_at": c.started_at,
-                 "actors": sorted(c.actors)}
-                for c in self.clients.values()
-            ],
-            "actors": [{k: a[k] for k in public} for a in [*self.actors.values(), *self.dead_actors.values()]],
-        }  # fmt: skip
+        return status_snapshot(self)
 
     def on_status(self, msg: Message) -> None:
         self._reply(msg, self.status())
