@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 from parl_remote.config import MONITOR_PORT_OFFSET, parse_address
 
@@ -133,6 +134,16 @@ def is_monitor_process(pid: int) -> bool:
     return "parl_monitor" in cmdline or any(part.endswith("parl_monitor/__main__.py") for part in cmdline)
 
 
+def _terminate(proc: Any, timeout_s: float, timeout_error: type[Exception]) -> None:
+    """SIGTERM, then SIGKILL after ``timeout_s`` (a ``subprocess.Popen`` or a ``psutil.Process``)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except timeout_error:
+        proc.kill()
+        proc.wait(timeout_s)
+
+
 def stop_monitor_process(target: subprocess.Popen | int, timeout_s: float = 5.0) -> bool:
     """Stop a monitor started by :func:`start_monitor_process`: SIGTERM, then SIGKILL after ``timeout_s``.
 
@@ -149,24 +160,13 @@ def stop_monitor_process(target: subprocess.Popen | int, timeout_s: float = 5.0)
     if isinstance(target, subprocess.Popen):
         if target.poll() is not None:
             return False
-        target.terminate()
-        try:
-            target.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            target.kill()
-            target.wait(timeout_s)
+        _terminate(target, timeout_s, subprocess.TimeoutExpired)
         return True
     pid = int(target)
     if not is_monitor_process(pid):
         return False
     try:
-        proc = psutil.Process(pid)
-        proc.terminate()
-        try:
-            proc.wait(timeout_s)
-        except psutil.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout_s)
+        _terminate(psutil.Process(pid), timeout_s, psutil.TimeoutExpired)
     except psutil.NoSuchProcess:
         pass
     return True

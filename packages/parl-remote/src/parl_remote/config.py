@@ -38,12 +38,12 @@ DEFAULTS: dict[str, float] = {
     "WORKER_POLL_S": 0.1,
     # master restart: a worker that lost its master retries with back-off up to this interval
     "RECONNECT_MAX_INTERVAL_S": 2.0,
-    # same-host buffers at least this large travel through /dev/shm instead of TCP (shm.py)
+    # same-host buffers at least this large travel through /dev/shm instead of TCP (wire/shm.py)
     "SHM_MIN_BYTES": 1 << 20,
     # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm.Channel);
     # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
     "SHM_ARENA_MAX_BYTES": 1 << 30,
-    # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (stream.py);
+    # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (transport/unix.py);
     # 0 keeps it on the job's zmq ipc:// endpoint
     "UNIX_STREAM": 1,
     # how many log files of ended actors a worker keeps (older ones are deleted)

@@ -7,10 +7,12 @@ requests, which run **in order in the main thread**; replies carry the request i
 the job.
 
 Transports: the ROUTER listens on TCP (any client) and, on Linux, on an abstract ``ipc://`` endpoint;
-the job also listens on an abstract Unix stream socket (``stream.py``). A same-host client is told
+the job also listens on an abstract Unix stream socket (``transport/unix.py``). A same-host client is told
 both names in the ``INIT`` reply and moves its whole connection to the stream (or, with
 ``XPARL_UNIX_STREAM=0``, to the ``ipc://`` endpoint). The main loop waits on all of them at once
 with one ``poll``; a stream peer must run as this job's user (``SO_PEERCRED``) and sign every message.
+Replies and output go out through the ``Connection`` interface (``transport/base.py``): a stream peer is a
+``UnixPeer``, a ROUTER peer a ``RouterRoute``.
 
 Liveness needs no Python thread: the connection is watched by TCP keepalive in the kernel (no GIL),
 so a CPU-bound method never makes the actor look dead. The job exits when its client's connection
@@ -99,7 +101,7 @@ class Job(OutputCapture, Handlers):
             except zmq.ZMQError:
                 logger.debug("no ipc endpoint for job %s", job_id)
         self.monitor = self.router.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
-        # same-host clients move their whole connection to this Unix stream socket (stream.py)
+        # same-host clients move their whole connection to this Unix stream socket (transport/unix.py)
         self.listener = None
         self.stream_name: str | None = None
         if unix.enabled():

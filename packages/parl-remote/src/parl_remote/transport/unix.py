@@ -126,6 +126,7 @@ class UnixPeer:
         self.poll_key = io.fd
         self.signer = signer
         self.channel = channel
+        self._drained = False  # recv(0) read the socket dry and handed out what it got (one read per wake-up)
 
     @property
     def closed(self) -> bool:
@@ -170,10 +171,15 @@ class UnixPeer:
         io = self.io
         try:
             if timeout_s == 0:
-                if not io.inbox and not io.read_available() and not io.inbox:
-                    raise StreamClosed("the peer closed the connection")
                 if not io.inbox:
-                    return None
+                    if self._drained:  # this wake-up's read took all there was: the next one reads again
+                        self._drained = False
+                        return None
+                    if not io.read_available() and not io.inbox:
+                        raise StreamClosed("the peer closed the connection")
+                    if not io.inbox:
+                        return None
+                    self._drained = True
                 frames = io.inbox.popleft()
             else:
                 frames = io.recv(timeout_s)
