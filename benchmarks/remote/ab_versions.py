@@ -56,7 +56,11 @@ def main() -> None:
     parser.add_argument("--transport", choices=("stream", "zmq"), default="stream")
     parser.add_argument("--pairs", type=int, default=8)
     args = parser.parse_args()
-    sides = {"base": (args.before, args.before_path), "new": (args.after, args.after_path)}
+    absolute = os.path.abspath  # the samples run in /tmp (no symlink is resolved: a venv's python stays itself)
+    sides = {
+        "base": (absolute(args.before), absolute(args.before_path) if args.before_path else ""),
+        "new": (absolute(args.after), absolute(args.after_path) if args.after_path else ""),
+    }
     res: dict = {"base": [], "new": []}
     for i in range(args.pairs):
         for side in ("base", "new") if i % 2 == 0 else ("new", "base"):
