@@ -43,7 +43,7 @@ import zmq.utils.monitor
 
 from parl_remote import config
 from parl_remote.server.exits import EXIT_CLIENT_GONE, EXIT_DELETED, EXIT_NOT_STARTED, EXIT_WORKER_GONE
-from parl_remote.server.job_handlers import Handlers
+from parl_remote.server.job_handlers import HANDLERS, Handlers
 from parl_remote.server.job_output import OutputCapture
 from parl_remote.transport import unix, zmq_io
 from parl_remote.transport.base import WRITABLE, ConnectionLost, SendFailed
@@ -138,15 +138,7 @@ class Job(OutputCapture, Handlers):
         self.alone_since: float | None = None
         self.running = True
         self.exit_code = EXIT_DELETED
-        self.handlers = {
-            MsgType.INIT: self.on_init,
-            MsgType.FILES: self.on_files,
-            MsgType.CALL: self.on_call,
-            MsgType.GET_ATTR: self.on_get_attr,
-            MsgType.SET_ATTR: self.on_set_attr,
-            MsgType.DELETE: self.on_delete,
-            MsgType.BATCH: self.on_batch,
-        }
+        self.handlers = {msg_type: getattr(self, name) for msg_type, name in HANDLERS.items()}
         self.batch_out: list | None = None
         self.reply_route: Any = None  # the connection the message being handled came on (a ``Connection``)
 

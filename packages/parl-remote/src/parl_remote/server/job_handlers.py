@@ -27,6 +27,12 @@ from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
+# the job's handler table: message type -> method of ``Handlers``
+HANDLERS = {
+    MsgType.INIT: "on_init", MsgType.FILES: "on_files", MsgType.CALL: "on_call", MsgType.GET_ATTR: "on_get_attr",
+    MsgType.SET_ATTR: "on_set_attr", MsgType.DELETE: "on_delete", MsgType.BATCH: "on_batch",
+}
+
 
 class Handlers:
     """The handler half of ``Job`` (a mixin: it uses the job's state and its ``_send``)."""
