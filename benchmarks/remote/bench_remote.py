@@ -513,8 +513,9 @@ def report(res: dict, args) -> str:
 NOTES = """
 Notes:
 - R1: after INIT a same-host client moves its whole connection to the job's abstract-namespace Unix stream
-  socket (`stream.py`): a synchronous call is pickle -> HMAC-sign -> one `sendmsg` -> one blocking `recv_into`
-  -> verify -> unpickle in the caller's thread; the job polls, reads, runs the method and answers the same way.
+  socket (`transport/unix.py`, `transport/stream_io.py`): a synchronous call is pickle -> HMAC-sign -> one
+  `sendmsg` -> one blocking `recv_into` -> verify -> unpickle in the caller's thread; the job polls, reads,
+  runs the method and answers the same way.
   No zmq I/O thread is on the path (zmq's eventfd wake-up and thread hand-off on both sides of each message
   were the floor of the zmq transport: ~5.2k calls/s, 1.07x Pool.apply). The messages, their HMAC and the
   verify-before-unpickle are the zmq ones; the job accepts only peers of its own uid (SO_PEERCRED) and the
@@ -547,10 +548,15 @@ Notes:
 
 
 def write_readme(table: str) -> None:
+    """Replaces the "## Remote" section of benchmarks/README.md by this run's table and notes; its "###"
+    subsections (hand-written comparisons) are kept after them."""
     section = "## Remote\n\n" + table + "\n" + NOTES
     text = README.read_text() if README.exists() else "# Benchmarks\n"
     pattern = re.compile(r"^## Remote\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
+    match = pattern.search(text)
+    if match:
+        kept = re.findall(r"^### .*?(?=^### |\Z)", match.group(0), re.S | re.M)
+        section = section.rstrip("\n") + "\n\n" + "".join(kept) if kept else section
         text = pattern.sub(lambda _: section + "\n", text)
     else:
         text = text.rstrip("\n") + "\n\n" + section

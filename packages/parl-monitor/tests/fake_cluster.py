@@ -1,4 +1,5 @@
-"""A fake cluster implementing contract B's ``status()`` / ``actor_log()`` for the monitor's tests."""
+"""A fake cluster implementing the status-client interface (``StatusClient``):
+``status()`` / ``actor_log()`` for the monitor's tests."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def sample_status() -> dict:
 
 
 class UnknownActorError(KeyError):
-    """What contract B's client raises for an unknown actor id (a KeyError-like error)."""
+    """What a status client raises for an unknown actor id (a KeyError-like error)."""
 
 
 class FakeCluster:

@@ -1,4 +1,4 @@
-"""Flask test-client tests of every view and API route against a fake cluster (contract B)."""
+"""Flask test-client tests of every view and API route against a fake cluster (a ``StatusClient``)."""
 
 from __future__ import annotations
 

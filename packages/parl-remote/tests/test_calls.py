@@ -100,7 +100,7 @@ def test_large_numpy_roundtrip(connected):
     array = np.arange(3 * 2**20, dtype=np.float32).reshape(3, 2**20)
     import pathlib
 
-    from parl_remote import shm
+    from parl_remote.wire import shm
 
     before = set(pathlib.Path("/dev/shm").glob("xparl-*")) if shm.available() else set()
     (back,), _ = counter.echo(array)
@@ -125,7 +125,7 @@ def test_same_host_actor_moves_to_its_unix_stream_or_ipc_endpoint(connected, mon
 
     import zmq
 
-    from parl_remote import shm
+    from parl_remote.wire import shm
 
     monkeypatch.setenv("XPARL_UNIX_STREAM", unix_stream)
     counter = Counter(5)
@@ -147,7 +147,7 @@ def test_shared_memory_regions_are_reused_only_after_release(connected):
     np = pytest.importorskip("numpy")
     import pathlib
 
-    from parl_remote import shm
+    from parl_remote.wire import shm
 
     counter = Counter()
     size = 2 * 2**20 // 8  # 2 MiB of float64: above SHM_MIN_BYTES

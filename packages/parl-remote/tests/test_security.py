@@ -13,8 +13,8 @@ import pytest
 import zmq
 
 import parl_remote as xparl
-from parl_remote import protocol
 from parl_remote.cluster_client import ClusterClient
+from parl_remote.wire import protocol
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -126,7 +126,7 @@ def test_unreachable_master(monkeypatch):
 
 
 def test_shm_sweep_removes_files_of_dead_senders(tmp_path):
-    from parl_remote import shm
+    from parl_remote.wire import shm
 
     if not shm.available():
         pytest.skip("no /dev/shm on this machine")

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from parl_remote import shm
+from parl_remote.wire import shm
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -105,7 +105,7 @@ def test_a_full_dev_shm_sends_large_buffers_inline_and_leaves_nothing(monkeypatc
     try:
         data = bytes(range(256)) * (2 * MIB // 256)
         small = b"s" * 100
-        with caplog.at_level("WARNING", logger="parl_remote.shm"):
+        with caplog.at_level("WARNING", logger="parl_remote.wire.shm"):
             # statvfs says there is no room: nothing is written at all
             full = os.statvfs_result((4096, 4096, 10, 0, 0, 0, 0, 0, 0, 255))
             monkeypatch.setattr(shm.os, "statvfs", lambda path: full)

@@ -15,8 +15,10 @@ import pytest
 from conftest import run_python, wait_until
 
 import parl_remote as xparl
-from parl_remote import protocol, serialization, shm, stream
-from parl_remote.protocol import MsgType
+from parl_remote import stream
+from parl_remote.transport import zmq_io
+from parl_remote.wire import framing, protocol, serialization, shm
+from parl_remote.wire.protocol import MsgType
 
 pytestmark = [
     pytest.mark.timeout(90),
@@ -78,7 +80,7 @@ def test_partial_writes_are_reassembled_and_a_timeout_keeps_what_arrived():
     conn = stream.StreamConnection(other)
     signer = protocol.Signer(TOKEN)
     frames = protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(list(range(50))))
-    data = protocol.stream_prefix(frames) + b"".join(frames)
+    data = framing.stream_prefix(frames) + b"".join(frames)
     for i in range(0, len(data) - 1):  # all but the last byte, one at a time
         raw.send(data[i : i + 1])
         assert conn.recv(timeout_s=0) is None  # no message before its last byte
@@ -213,7 +215,7 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
         assert stream.guard_sigint()
         guard = signal.getsignal(signal.SIGINT)
         left, right = _pair()
-        real_sock, real_parse = right.sock, protocol.parse_stream_prefix
+        real_sock, real_parse = right.sock, framing.parse_stream_prefix
         interrupts = []
 
         def parse_then_ctrl_c(*args):
@@ -229,7 +231,7 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
                     got += real_sock.recv_into(view[got:], 0, 0)
                 return got
 
-        monkeypatch.setattr(protocol, "parse_stream_prefix", parse_then_ctrl_c)
+        monkeypatch.setattr(framing, "parse_stream_prefix", parse_then_ctrl_c)
         right.sock = FillingSock()
         signer = protocol.Signer(TOKEN)
         bodies = [b"a" * (800 << 10), b"b" * (300 << 10)]
@@ -328,14 +330,14 @@ def test_a_ctrl_c_never_leaves_a_zmq_multipart_message_half_sent(at, after):
     frames = [b"head", b"buffer-1", b"buffer-2"]
     sock = _FakeZmq(interrupt_at=at, after=after)
     with pytest.raises(KeyboardInterrupt):
-        protocol.send_frames(sock, frames)
+        zmq_io.send_frames(sock, frames)
     messages = _messages(sock.sent)
     if not after:  # the interrupted frame was not queued: the message goes out whole, once
         assert messages == [frames]
     else:  # the interrupted frame was queued, unknown to the sender: it goes again (the peer drops that one)
         assert messages[0][: at] == frames[: at] and b"".join(sum(messages, [])).endswith(b"buffer-2")
     sock = _FakeZmq(interrupt_at=0)
-    protocol.send_frames(sock, frames)
+    zmq_io.send_frames(sock, frames)
     assert _messages(sock.sent) == [frames]  # and uninterrupted, unchanged
 
 
@@ -344,9 +346,9 @@ def test_a_ctrl_c_inside_a_zmq_multipart_receive_drops_only_that_message(after):
     incoming = [(b"m1-head", True), (b"m1-b1", True), (b"m1-b2", False), (b"m2-head", True), (b"m2-b1", False)]
     sock = _FakeZmq(interrupt_at=2, after=after, incoming=incoming)
     with pytest.raises(KeyboardInterrupt):
-        protocol.recv_frames(sock)
+        zmq_io.recv_frames(sock)
     sock.interrupt_at = 0
-    assert protocol.recv_frames(sock) == [b"m2-head", b"m2-b1"]  # the next message starts at its boundary
+    assert zmq_io.recv_frames(sock) == [b"m2-head", b"m2-b1"]  # the next message starts at its boundary
 
 
 # ------------------------------------------------------------------------------------ with a cluster
@@ -455,7 +457,7 @@ def test_job_refuses_a_stream_peer_of_another_user(connected):
     if conn.stream is None:
         pytest.skip("no shared memory here: no same-host transport")
     frames = protocol.encode(protocol.Signer(connected.token), MsgType.GET_ATTR, 1, serialization.dumps("x"))
-    data = protocol.stream_prefix(frames) + b"".join(frames)
+    data = framing.stream_prefix(frames) + b"".join(frames)
     address = "\0" + conn.stream_name
     code = f"""
 import os, socket
@@ -814,16 +816,16 @@ def test_a_ctrl_c_during_a_zmq_send_lets_the_whole_request_go(connected, monkeyp
     _check_transport(actor, "ipc")
     guard = signal.getsignal(signal.SIGINT)
     assert hasattr(guard, "xparl_previous")
-    real_send = protocol.send_frames
+    real_send = zmq_io.send_frames
     big = np.arange(100_000, dtype=np.float64)  # 800 KB: a zero-copy frame
 
     def ctrl_c_then_send(sock, frames, *args, **kwargs):
         guard(signal.SIGINT, sys._getframe(0))  # as if Ctrl-C landed as the first frame went out
         return real_send(sock, frames, *args, **kwargs)
 
-    monkeypatch.setattr(protocol, "send_frames", ctrl_c_then_send)
+    monkeypatch.setattr(zmq_io, "send_frames", ctrl_c_then_send)
     with pytest.raises(KeyboardInterrupt):
         actor.set_last(big)
-    monkeypatch.setattr(protocol, "send_frames", real_send)
+    monkeypatch.setattr(zmq_io, "send_frames", real_send)
     np.testing.assert_array_equal(actor.last(), big)  # the interrupted request arrived whole, and ran
     assert actor.echo("after") == "after"

@@ -7,8 +7,8 @@ import codecs
 from flask import Blueprint, Response, abort, current_app, jsonify, request
 
 from parl_monitor import data
-from parl_monitor.app import state
 from parl_monitor.state import ClusterUnavailableError
+from parl_monitor.state import current_state as state
 
 bp = Blueprint("api", __name__)
 
@@ -60,7 +60,7 @@ def index():
 
 @bp.get("/status")
 def status():
-    """The raw status snapshot of the cluster (contract B)."""
+    """The raw status snapshot of the cluster (``StatusClient.status``)."""
     return jsonify(state().status())
 
 

@@ -12,9 +12,7 @@ from urllib.parse import urlencode
 from flask import Flask, current_app, jsonify, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException
 
-from parl_monitor.state import ClusterUnavailableError, MonitorState
-
-EXTENSION = "parl_monitor"
+from parl_monitor.state import EXTENSION, ClusterUnavailableError, MonitorState, current_state
 
 DEFAULTS: dict[str, Any] = {
     "ADDRESS": None,  # "host:port" of the cluster's master
@@ -22,7 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "HOST": "127.0.0.1",  # the address the monitor is bound to (decides whether a token is required)
     "PORT": None,  # the monitor's own port (shown in pages only)
     "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
-    "CLIENT": None,  # a status client object (contract B); tests inject a fake here
+    "CLIENT": None,  # a status client object (``state.StatusClient``); tests inject a fake here
     "CLIENT_TIMEOUT_S": 2.0,  # seconds the status client waits for the master
     "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
     "HISTORY_SIZE": 360,  # samples kept per worker
@@ -116,9 +114,7 @@ def create_app(config: dict | None = None) -> Flask:
     return app
 
 
-def state() -> MonitorState:
-    """The ``MonitorState`` of the current app."""
-    return current_app.extensions[EXTENSION]
+state = current_state  # the former name
 
 
 def wants_json() -> bool:

@@ -15,23 +15,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from typing import Any
+
+from parl_remote.config import MONITOR_PORT_OFFSET, parse_address
 
 logger = logging.getLogger(__name__)
-
-MONITOR_PORT_OFFSET = 100
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """Split ``"host:port"`` into ``(host, port)``.
-
-    Raises:
-        ValueError: not ``host:port`` with a port in 1..65535 (the message shows the expected form).
-    """
-    host, sep, port = str(address).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"cluster address must look like 'host:port' (e.g. 127.0.0.1:8010), got {address!r}")
-    return host.strip("[]"), int(port)
-
 
 def default_monitor_port(address: str) -> int:
     """The monitor's default port: the master's port + 100, as in PARL (``xparl start --port 8010`` -> 8110).
@@ -146,6 +134,16 @@ def is_monitor_process(pid: int) -> bool:
     return "parl_monitor" in cmdline or any(part.endswith("parl_monitor/__main__.py") for part in cmdline)
 
 
+def _terminate(proc: Any, timeout_s: float, timeout_error: type[Exception]) -> None:
+    """SIGTERM, then SIGKILL after ``timeout_s`` (a ``subprocess.Popen`` or a ``psutil.Process``)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except timeout_error:
+        proc.kill()
+        proc.wait(timeout_s)
+
+
 def stop_monitor_process(target: subprocess.Popen | int, timeout_s: float = 5.0) -> bool:
     """Stop a monitor started by :func:`start_monitor_process`: SIGTERM, then SIGKILL after ``timeout_s``.
 
@@ -162,24 +160,13 @@ def stop_monitor_process(target: subprocess.Popen | int, timeout_s: float = 5.0)
     if isinstance(target, subprocess.Popen):
         if target.poll() is not None:
             return False
-        target.terminate()
-        try:
-            target.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            target.kill()
-            target.wait(timeout_s)
+        _terminate(target, timeout_s, subprocess.TimeoutExpired)
         return True
     pid = int(target)
     if not is_monitor_process(pid):
         return False
     try:
-        proc = psutil.Process(pid)
-        proc.terminate()
-        try:
-            proc.wait(timeout_s)
-        except psutil.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout_s)
+        _terminate(psutil.Process(pid), timeout_s, psutil.TimeoutExpired)
     except psutil.NoSuchProcess:
         pass
     return True

@@ -1,6 +1,7 @@
 """The monitor's view of a cluster: a short-lived status cache and a bounded history of worker samples.
 
-The monitor reads the cluster only through the status client of contract B (``parl_remote.ClusterClient``):
+The monitor reads the cluster only through the status-client interface (``StatusClient``, implemented by
+``parl_remote.ClusterClient``):
 ``status() -> dict`` and ``actor_log(actor_id, offset, max_bytes) -> (bytes, next_offset)``. Everything a page
 shows is derived from one ``status()`` snapshot, cached for at most ``cache_ttl_s`` seconds so that a killed
 actor, job or worker shows its new state as soon as the master reports it.
@@ -18,8 +19,19 @@ from typing import Any, Protocol
 logger = logging.getLogger(__name__)
 
 
+EXTENSION = "parl_monitor"  # the key of the app's ``MonitorState`` in ``app.extensions``
+
+
+def current_state() -> MonitorState:
+    """The ``MonitorState`` of the current Flask app (inside a request)."""
+    from flask import current_app
+
+    return current_app.extensions[EXTENSION]
+
+
 class StatusClient(Protocol):
-    """What the monitor needs from a cluster (contract B; ``parl_remote.ClusterClient`` implements it)."""
+    """What the monitor needs from a cluster: the status-client interface (``parl_remote.ClusterClient``
+    implements it)."""
 
     def status(self) -> dict:
         """Return the cluster status snapshot (see the package README for its keys)."""
@@ -36,7 +48,7 @@ class MonitorState:
     """Everything the monitor app keeps between requests; stored in ``app.extensions["parl_monitor"]``.
 
     Args:
-        client: the status client (contract B), or None to create ``parl_remote.ClusterClient`` lazily from
+        client: the status client (a ``StatusClient``), or None to create ``parl_remote.ClusterClient`` lazily from
             ``address`` and ``token`` on first use.
         address: ``"host:port"`` of the cluster's master; used only when ``client`` is None.
         token: the cluster token passed to ``ClusterClient`` (None lets parl_remote find the local one).
@@ -136,7 +148,7 @@ class MonitorState:
             self._error = None
             if not isinstance(snapshot, dict):
                 raise ClusterUnavailableError(f"the cluster's status() returned {type(snapshot).__name__}, "
-                                              "expected a dict (contract B)")
+                                              "expected a dict (see ``StatusClient.status``)")
             self._snapshot = snapshot
             self._snapshot_time = now
             self._record(snapshot, now)

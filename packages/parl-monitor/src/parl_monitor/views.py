@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, render_template, request
 
 from parl_monitor import data
-from parl_monitor.app import state
+from parl_monitor.state import current_state as state
 
 bp = Blueprint("views", __name__)
 

@@ -22,42 +22,48 @@ No deep-learning framework is imported. See the README for the cluster CLI (``xp
 
 __version__ = "3.0.0"
 
-from parl_remote.client import Client, connect, disconnect, get_global_client  # noqa: E402
-from parl_remote.cluster_client import ClusterClient  # noqa: E402
-from parl_remote.decorator import remote_class  # noqa: E402
-from parl_remote.errors import (  # noqa: E402
-    ActorDiedError,
-    AuthenticationError,
-    ClusterConnectionError,
-    FutureObjectEmpty,
-    RemoteError,
-    RemoteUserError,
-    ResourceError,
-    SerializationError,
-    TransferError,
-    UnknownActorError,
-    VersionMismatchError,
-)
-from parl_remote.future import RemoteFuture  # noqa: E402
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
 
-__all__ = [
-    "ActorDiedError",
-    "AuthenticationError",
-    "Client",
-    "ClusterClient",
-    "ClusterConnectionError",
-    "FutureObjectEmpty",
-    "RemoteError",
-    "RemoteFuture",
-    "RemoteUserError",
-    "ResourceError",
-    "SerializationError",
-    "TransferError",
-    "UnknownActorError",
-    "VersionMismatchError",
-    "__version__",
-    "connect",
-    "disconnect",
-    "get_global_client",
-    "remote_class",
-]
+# name -> module: loaded on first use, so that the master, worker and job processes (which import
+# ``parl_remote.server``) never load the client library
+_LAZY = {
+    "Client": "parl_remote.client.session",
+    "connect": "parl_remote.client.session",
+    "disconnect": "parl_remote.client.session",
+    "get_global_client": "parl_remote.client.session",
+    "ClusterClient": "parl_remote.client.cluster_client",
+    "remote_class": "parl_remote.client.decorator",
+    "RemoteFuture": "parl_remote.client.future",
+    **dict.fromkeys(
+        (
+            "ActorDiedError",
+            "AuthenticationError",
+            "ClusterConnectionError",
+            "FutureObjectEmpty",
+            "RemoteError",
+            "RemoteUserError",
+            "ResourceError",
+            "SerializationError",
+            "TransferError",
+            "UnknownActorError",
+            "VersionMismatchError",
+        ),
+        "parl_remote.errors",
+    ),
+}
+
+__all__ = sorted([*_LAZY, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parl_remote' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

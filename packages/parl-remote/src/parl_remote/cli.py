@@ -44,6 +44,12 @@ def _wait_ready(address: str, token: str, cpus: int | None, timeout_s: float) ->
     raise click.ClickException(f"the cluster at {address} did not become ready within {timeout_s:g} s ({last})")
 
 
+def _cpu_num_option(whose: str):
+    """The ``--cpu-num`` option (PARL's ``--cpu_num`` too) of ``xparl start`` and ``xparl connect``."""
+    return click.option("--cpu-num", "--cpu_num", "cpu_num", type=click.IntRange(min=1), default=None,
+                        help=f"CPUs (job slots) of {whose}  [default: number of cores]")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xparl")
 def main() -> None:
@@ -52,14 +58,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--port", type=click.IntRange(1, 65535), default=8010, show_default=True, help="Master port.")
-@click.option(
-    "--cpu-num",
-    "--cpu_num",
-    "cpu_num",
-    type=click.IntRange(min=1),
-    default=None,
-    help="CPUs (job slots) of the local worker  [default: number of cores]",
-)
+@_cpu_num_option("the local worker")
 @click.option(
     "--monitor-port",
     "--monitor_port",
@@ -86,7 +85,8 @@ def start(
             raise click.ClickException(
                 f"a cluster already runs on port {port}; stop it with `xparl stop --port {port}`"
             )
-    monitor_port = monitor_port or (port + monitor_hook.MONITOR_PORT_OFFSET if port <= 65435 else None)
+    if monitor_port is None and port + config.MONITOR_PORT_OFFSET <= 65535:
+        monitor_port = port + config.MONITOR_PORT_OFFSET
     local = cluster.LocalCluster(
         cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir
     )
@@ -107,7 +107,7 @@ def start(
     if monitor_port and not no_monitor:
         pid = monitor_hook.start_monitor(local.address, monitor_port, local.token, cdir, local.master.pid)
         if pid is None:
-            click.echo("  monitor: not started (install parl-monitor)")
+            click.echo("  monitor: not started (parl-monitor is not installed: pip install parl-monitor)")
         else:
             click.echo(f"  monitor: http://127.0.0.1:{monitor_port}")
     click.echo(f"  stop: xparl stop --port {port}")
@@ -115,14 +115,7 @@ def start(
 
 @main.command(name="connect")
 @click.option("--address", required=True, help="host:port of the cluster's master.")
-@click.option(
-    "--cpu-num",
-    "--cpu_num",
-    "cpu_num",
-    type=click.IntRange(min=1),
-    default=None,
-    help="CPUs (job slots) of this worker  [default: number of cores]",
-)
+@_cpu_num_option("this worker")
 @click.option("--token", default=None, envvar="XPARL_TOKEN", help="Cluster token (also XPARL_TOKEN).")
 @click.option(
     "--host",
@@ -132,7 +125,7 @@ def start(
 )
 def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str) -> None:
     """Add a worker with this machine's CPUs to a running cluster."""
-    from parl_remote.client import parse_address, resolve_token
+    from parl_remote.client.master_link import parse_address, resolve_token
 
     try:
         _, port = parse_address(address)
@@ -144,7 +137,7 @@ def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str)
     except click.ClickException as exc:
         raise click.ClickException(f"cannot reach the master at {address}: {exc.message}") from exc
     cdir = config.cluster_dir(port)
-    cmd = [sys.executable, "-m", "parl_remote.worker", "--address", address, "--host", host]
+    cmd = [sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--host", host]
     if cpu_num:
         cmd += ["--cpu-num", str(cpu_num)]
     with open(cdir / "worker-connect.log", "ab") as log:

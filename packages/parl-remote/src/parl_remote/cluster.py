@@ -1,7 +1,7 @@
 """Starting and stopping the processes of a cluster on this machine (embedded clusters and ``xparl``).
 
-``LocalCluster`` starts a master and a worker as child processes (``python -m parl_remote.master`` /
-``parl_remote.worker``), each in a session of its own, so that a Ctrl-C meant for the client never
+``LocalCluster`` starts a master and a worker as child processes (``python -m parl_remote.server.master`` /
+``parl_remote.server.worker``), each in a session of its own, so that a Ctrl-C meant for the client never
 reaches them. Embedded clusters (``connect()`` without an address) watch their parent and end with it.
 ``xparl start`` starts them detached and records their pids in the
 cluster's state folder (``<state dir>/clusters/<port>/``): ``master.pid``, ``worker.pid``, ``token``
@@ -92,7 +92,7 @@ class LocalCluster:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         tag = f"{self.port}" if self.port else f"embedded-{os.getpid()}"
         master_log = self.log_dir / f"master-{tag}.log"
-        cmd = [sys.executable, "-m", "parl_remote.master", "--host", self.host, "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "parl_remote.server.master", "--host", self.host, "--port", str(self.port)]
         if self.monitor_port:
             cmd += ["--monitor-port", str(self.monitor_port)]
         if self.parent_pid:
@@ -113,7 +113,7 @@ class LocalCluster:
         wcmd = [
             sys.executable,
             "-m",
-            "parl_remote.worker",
+            "parl_remote.server.worker",
             "--address",
             self.address,
             "--cpu-num",

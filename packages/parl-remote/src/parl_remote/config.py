@@ -38,12 +38,12 @@ DEFAULTS: dict[str, float] = {
     "WORKER_POLL_S": 0.1,
     # master restart: a worker that lost its master retries with back-off up to this interval
     "RECONNECT_MAX_INTERVAL_S": 2.0,
-    # same-host buffers at least this large travel through /dev/shm instead of TCP (shm.py)
+    # same-host buffers at least this large travel through /dev/shm instead of TCP (wire/shm.py)
     "SHM_MIN_BYTES": 1 << 20,
     # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm.Channel);
     # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
     "SHM_ARENA_MAX_BYTES": 1 << 30,
-    # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (stream.py);
+    # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (transport/unix.py);
     # 0 keeps it on the job's zmq ipc:// endpoint
     "UNIX_STREAM": 1,
     # how many log files of ended actors a worker keeps (older ones are deleted)
@@ -103,3 +103,18 @@ def cluster_dir(port: int) -> pathlib.Path:
     path = state_dir() / "clusters" / str(int(port))
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
+
+
+MONITOR_PORT_OFFSET = 100  # the web monitor's default HTTP port is the master's port + this (as in PARL)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """Splits ``"host:port"`` (``"[::1]:8010"`` too; an empty host is ``127.0.0.1``).
+
+    Raises:
+        ValueError: not of the form ``host:port`` with a port in 1..65535.
+    """
+    host, sep, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"address must be 'host:port' (e.g. 'localhost:8010'), got {address!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)

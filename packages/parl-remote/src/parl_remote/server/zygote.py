@@ -1,9 +1,9 @@
 """A fork server for job processes: starting a job costs a ``fork`` (milliseconds), not an interpreter start.
 
-The worker starts one zygote (``python -m parl_remote.zygote``) that imports the job's modules once and
+The worker starts one zygote (``python -m parl_remote.server.zygote``) that imports the job's modules once and
 creates no zmq context (so forking is safe). The worker writes JSON lines on the zygote's stdin::
 
-    {"cmd": "spawn", "job_id": "j-...", "argv": [...]}   -> fork a job running parl_remote.job.main(argv)
+    {"cmd": "spawn", "job_id": "j-...", "argv": [...]}   -> fork a job running parl_remote.server.job.main(argv)
 
 and reads JSON lines from its stdout::
 
@@ -23,7 +23,7 @@ import select
 import signal
 import sys
 
-from parl_remote import job
+from parl_remote.server import job
 
 
 def _spawn(request: dict) -> int:

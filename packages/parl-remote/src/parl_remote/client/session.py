@@ -9,10 +9,9 @@ after a master restart), asks it for a job per actor, and then talks to each act
 from __future__ import annotations
 
 import atexit
-import itertools
 import logging
 import os
-import pathlib
+import pickle
 import socket
 import sys
 import threading
@@ -21,143 +20,26 @@ import uuid
 import weakref
 from typing import Any
 
-import cloudpickle
 import zmq
 
-from parl_remote import config, files, protocol, serialization, shm, stream
-from parl_remote.actor import ActorConnection, Reactor
+from parl_remote import config, files
+from parl_remote.client.actor import ActorConnection
+from parl_remote.client.classes import class_parts
+from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token
+from parl_remote.client.reactor import Reactor
 from parl_remote.errors import (
     ActorDiedError,
-    AuthenticationError,
     ClusterConnectionError,
     RemoteError,
     ResourceError,
     VersionMismatchError,
 )
-from parl_remote.protocol import MsgType
+from parl_remote.transport import unix
+from parl_remote.wire import serialization, shm
+from parl_remote.wire.protocol import MsgType
+from parl_remote.wire.signing import Signer
 
 logger = logging.getLogger(__name__)
-
-_CLASS_CACHE: dict[type, tuple[Any, bytes | None]] = {}
-
-
-def _importable_remotely(module: Any) -> bool:
-    """True when a job can import ``module`` itself: shipped with the entry directory, or installed."""
-    path = getattr(module, "__file__", None)
-    if not path:
-        return False
-    resolved = pathlib.Path(path).resolve()
-    entry = files.entry_directory()
-    if entry is not None and entry in resolved.parents:
-        return True
-    prefixes = {pathlib.Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}
-    if any(p in resolved.parents for p in prefixes):
-        return True
-    top = module.__name__.partition(".")[0]
-    return top in _installed_top_levels()
-
-
-_TOP_LEVELS: set[str] | None = None
-
-
-def _installed_top_levels() -> set[str]:
-    global _TOP_LEVELS
-    if _TOP_LEVELS is None:
-        import importlib.metadata
-
-        _TOP_LEVELS = set(importlib.metadata.packages_distributions())
-    return _TOP_LEVELS
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """Splits ``"host:port"``.
-
-    Raises:
-        ValueError: not of the form ``host:port`` with an integer port.
-    """
-    if not isinstance(address, str) or ":" not in address:
-        raise ValueError(f"address must be 'host:port' (e.g. 'localhost:8010'), got {address!r}")
-    host, _, port = address.rpartition(":")
-    try:
-        return host or "127.0.0.1", int(port)
-    except ValueError:
-        raise ValueError(f"address must be 'host:port' with an integer port, got {address!r}") from None
-
-
-def resolve_token(address: str, token: str | None) -> str:
-    """The token for a cluster: ``token`` argument, else ``$XPARL_TOKEN``, else the local token file.
-
-    Raises:
-        AuthenticationError: no token found.
-    """
-    if token:
-        return token
-    env = os.environ.get("XPARL_TOKEN")
-    if env:
-        return env
-    _, port = parse_address(address)
-    path = config.state_dir() / "clusters" / str(port) / "token"
-    if path.exists():
-        return path.read_text().strip()
-    raise AuthenticationError(
-        f"no token for the cluster at {address}: pass connect(address, token=...), set XPARL_TOKEN, or run "
-        f"this on the machine that ran `xparl start` (it stores the token in {path})"
-    )
-
-
-class MasterConnection:
-    """A request/reply channel to the master over a DEALER socket (thread-safe, with timeouts)."""
-
-    def __init__(self, ctx: zmq.Context, address: str, signer: protocol.Signer) -> None:
-        self.address = address
-        self.signer = signer
-        self.sock = ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.connect(f"tcp://{address}")
-        self.lock = threading.Lock()
-        self.ids = itertools.count(1)
-
-    def request(self, msg_type: MsgType, body: Any, timeout_s: float | None = None) -> tuple[MsgType, Any]:
-        """Sends a request and returns ``(reply type, reply body)``.
-
-        Raises:
-            ClusterConnectionError: no reply within ``timeout_s`` (default ``MASTER_TIMEOUT_S``).
-            AuthenticationError / VersionMismatchError: the master refused this process.
-        """
-        timeout_s = config.get("MASTER_TIMEOUT_S") if timeout_s is None else timeout_s
-        with self.lock:
-            rid = next(self.ids)
-            protocol.send(self.sock, self.signer, msg_type, rid, body)
-            deadline = time.monotonic() + timeout_s
-            while True:
-                left_ms = int((deadline - time.monotonic()) * 1000)
-                if left_ms <= 0 or not self.sock.poll(left_ms):
-                    raise ClusterConnectionError(
-                        f"the xparl master at {self.address} did not answer within {timeout_s:g} s: check the "
-                        f"address, start a cluster with `xparl start --port {self.address.rpartition(':')[2]}`, "
-                        "or check the firewall"
-                    )
-                frames = protocol.recv_frames(self.sock)
-                try:
-                    msg = protocol.decode(self.signer, frames, has_identity=False)
-                except protocol.Notice as notice:
-                    if notice.type is MsgType.VERSION_MISMATCH:
-                        raise VersionMismatchError(
-                            f"the cluster at {self.address} refused this client: {notice.text}"
-                        ) from None
-                    raise AuthenticationError(
-                        f"the cluster at {self.address} refused this client's token ({notice.text}); pass the "
-                        "cluster's token: connect(address, token=...) or XPARL_TOKEN, as printed by `xparl start`"
-                    ) from None
-                except protocol.Rejected as exc:
-                    logger.warning("dropped a message from the master: %s", exc)
-                    continue
-                if msg.req_id == rid:
-                    return msg.type, msg.body()
-
-    def close(self) -> None:
-        with self.lock:
-            self.sock.close(linger=0)
 
 
 class Client:
@@ -186,7 +68,7 @@ class Client:
         embedded: Any = None,
     ) -> None:
         self.address = address
-        self.signer = protocol.Signer(token)
+        self.signer = Signer(token)
         self.token = token
         self.client_id = "c-" + uuid.uuid4().hex[:12]
         self.pid = os.getpid()
@@ -256,34 +138,6 @@ class Client:
             self._files = (files.bundle_hash(bundle) if bundle else "", bundle)
         return self._files
 
-    def _class_parts(self, cls: type) -> tuple[Any, bytes | None]:
-        """How the class travels: ``(module, qualname)`` when the job can import it, else by value.
-
-        A class is sent by reference when its module is shipped (under the entry script's directory) or
-        installed (site-packages, or an installed distribution's package); otherwise its whole module is
-        pickled by value with cloudpickle (classes in ``__main__``, notebooks, test modules, local files).
-        """
-        cached = _CLASS_CACHE.get(cls)
-        if cached is not None:
-            return cached
-        module = sys.modules.get(cls.__module__)
-        ref = None
-        if module is not None and cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__:
-            if _importable_remotely(module):
-                ref = (cls.__module__, cls.__qualname__)
-        blob = None
-        if ref is None:
-            by_value = module is not None and cls.__module__ != "__main__" and getattr(module, "__file__", None)
-            if by_value:
-                cloudpickle.register_pickle_by_value(module)
-            try:
-                blob = serialization.dumps_code(cls)
-            finally:
-                if by_value:
-                    cloudpickle.unregister_pickle_by_value(module)
-        _CLASS_CACHE[cls] = (ref, blob)
-        return ref, blob
-
     def _acquire(self, class_name: str, max_memory_mb: float | None, n_gpu: int) -> dict:
         deadline = time.monotonic() + self.resource_wait_s
         delay_s = 0.01
@@ -326,22 +180,23 @@ class Client:
         """
         if self.closed:
             raise ClusterConnectionError("this client is disconnected; call parl.connect(...) again")
-        args_payload_check = serialization.check_arguments(f"{cls.__name__}.__init__", args, kwargs)
-        del args_payload_check
-        class_ref, class_blob = self._class_parts(cls)
+        # pickled once, here (naming an argument that cannot be pickled before anything is sent); the INIT body
+        # carries the frames (its large buffers out of band again, without a copy)
+        args_frames = serialization.check_arguments(f"{cls.__name__}.__init__", args, kwargs)
+        class_ref, class_blob = class_parts(cls)
         files_hash, bundle = self._files_bundle()
         forward = options.get("forward_output", self.forward_output)
         init_body = {
             "class_ref": class_ref,
             "class_blob": class_blob,
             "files_hash": files_hash,
-            "args": (args, kwargs),
+            "args": [args_frames[0], *map(pickle.PickleBuffer, args_frames[1:])],
             "forward_output": forward,
             "host_id": shm.host_id() if shm.available() else "",
         }
         for attempt in range(3):
             grant = self._acquire(cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
-            actor = ActorConnection(self, grant, cls.__name__, forward)
+            actor = ActorConnection(self.ctx, self.signer, self.death_cause, grant, cls.__name__, forward)
             try:
                 payload = serialization.dumps({**init_body, "actor_id": grant["actor_id"]})
                 reply = actor.request(MsgType.INIT, payload)
@@ -350,10 +205,9 @@ class Client:
                     actor.result_of(actor.request(MsgType.FILES, files_payload))
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
-                actor.same_host = shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id()
-                if actor.same_host:
-                    actor.shm_channel = shm.Channel()
-                    moved = bool(info.get("unix")) and stream.enabled() and actor.use_stream(info["unix"])
+                if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
+                    actor.use_shared_memory(shm.Channel())
+                    moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])
                     if not moved and info.get("ipc"):
                         actor.use_endpoint(info["ipc"])
                 break

@@ -1,0 +1,27 @@
+"""The exit codes of a job process, and how the worker describes any process's end."""
+
+from __future__ import annotations
+
+import signal
+
+EXIT_DELETED = 0  # its client deleted the actor
+EXIT_CLIENT_GONE = 3  # its client disconnected
+EXIT_WORKER_GONE = 4  # its worker process ended
+EXIT_NOT_STARTED = 1  # started by another process than the worker it names (``job.main``)
+
+
+def describe_exit(returncode: int) -> str:
+    """A human description of a process's exit status (``-9`` -> ``"killed by signal 9 (SIGKILL)"``)."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown"
+        return f"killed by signal {-returncode} ({name})"
+    if returncode == EXIT_DELETED:
+        return "deleted by its client"
+    if returncode == EXIT_CLIENT_GONE:
+        return "its client disconnected"
+    if returncode == EXIT_WORKER_GONE:
+        return "its worker process ended"
+    return f"exited with code {returncode}"

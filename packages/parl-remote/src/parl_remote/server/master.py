@@ -1,0 +1,397 @@
+"""The master process: the cluster's registry. It never carries user data.
+
+It keeps the workers (their CPUs, idle job processes, metrics), the clients and their actors; grants
+an idle job to a client that asks for one (``ACQUIRE_JOB``); records why actors end; answers
+``STATUS`` (the cluster status snapshot, ``Master.status``, used by ``xparl status`` and the monitor) and forwards
+``ACTOR_LOG`` reads to the worker that holds the log. Workers heartbeat it; a worker silent for
+``HEARTBEAT_LIVENESS`` intervals is dropped and its actors are marked dead. After a restart on the
+same port, the master knows nobody: it answers heartbeats of unknown peers with ``REREGISTER`` and
+rebuilds its registry from their registrations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from typing import Any
+
+import zmq
+
+from parl_remote import __version__, config
+from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
+from parl_remote.transport import zmq_io
+from parl_remote.wire import protocol
+from parl_remote.wire.protocol import Message, MsgType
+
+logger = logging.getLogger(__name__)
+
+
+class Master:
+    """See the module docstring.
+
+    Args:
+        host: interface to bind (``127.0.0.1`` for a local cluster, ``0.0.0.0`` for all).
+        port: TCP port; 0 picks a free one (see ``self.port``).
+        token: the cluster token.
+        monitor_port: stored for the monitor; reported in ``status()``.
+    """
+
+    def __init__(self, host: str, port: int, token: str, monitor_port: int | None = None) -> None:
+        self.signer = protocol.Signer(token)
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        if port:
+            self.sock.bind(f"tcp://{host}:{port}")
+            self.port = port
+        else:
+            self.port = self.sock.bind_to_random_port(f"tcp://{host}")
+        self.host = host
+        self.monitor_port = monitor_port
+        self.started_at = time.time()
+        self.workers: dict[str, WorkerInfo] = {}
+        self.clients: dict[str, ClientInfo] = {}
+        self.actors: dict[str, dict] = {}
+        self.dead_actors: collections.OrderedDict[str, dict] = collections.OrderedDict()
+        self.pending_logs: dict[int, tuple[bytes, int]] = {}  # forwarded req id -> (requester, its req id)
+        self.next_forward_id = 1
+        self.running = True
+        self.handlers = {
+            MsgType.WORKER_REGISTER: self.on_worker_register,
+            MsgType.WORKER_HEARTBEAT: self.on_worker_heartbeat,
+            MsgType.JOB_READY: self.on_job_ready,
+            MsgType.JOB_ENDED: self.on_job_ended,
+            MsgType.ACTOR_FAILED_CALL: self.on_actor_failed_call,
+            MsgType.CLIENT_REGISTER: self.on_client_register,
+            MsgType.CLIENT_HEARTBEAT: self.on_client_heartbeat,
+            MsgType.CLIENT_BYE: self.on_client_bye,
+            MsgType.ACQUIRE_JOB: self.on_acquire,
+            MsgType.ACTOR_INFO: self.on_actor_info,
+            MsgType.STATUS: self.on_status,
+            MsgType.ACTOR_LOG: self.on_actor_log,
+            MsgType.REPLY: self.on_worker_reply,
+        }
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _reply(self, msg: Message, body: object = None, msg_type: MsgType = MsgType.REPLY) -> None:
+        zmq_io.send(self.sock, self.signer, msg_type, msg.req_id, body, identity=msg.identity, flags=zmq.NOBLOCK)
+
+    def _send(self, identity: bytes, msg_type: MsgType, body: object, req_id: int = 0) -> None:
+        try:
+            zmq_io.send(self.sock, self.signer, msg_type, req_id, body, identity=identity, flags=zmq.NOBLOCK)
+        except zmq.ZMQError as exc:
+            logger.warning("cannot send %s: %s", msg_type.name, exc)
+
+    # ----------------------------------------------------------------------------------- workers
+    def on_worker_register(self, msg: Message) -> None:
+        body = msg.body()
+        if tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
+            self._reply(
+                msg,
+                {"error": f"worker runs Python {body.get('python')}, the master {sys.version_info[:2]}"},
+                MsgType.ERROR,
+            )
+            return
+        wid = body["worker_id"]
+        old = self.workers.get(wid)
+        info = WorkerInfo(wid, msg.identity, body["host"], body["pid"], body["cpus_total"])
+        info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
+        for job in body.get("vacant_jobs", []):
+            info.vacant[job["job_id"]] = job
+        for job in body.get("busy_jobs", []):
+            info.busy.add(job["actor_id"])
+            actor = self.actors.get(job["actor_id"])
+            if actor is None:  # a restarted master learns the actor from its worker
+                actor = self._new_actor(job["actor_id"], job.get("class_name", ""), job["client_id"], info, job)
+                actor["created_at"] = job.get("created_at", time.time())
+            client = self.clients.get(job["client_id"])
+            if client is not None:
+                client.actors.add(job["actor_id"])
+        self.workers[wid] = info
+        logger.info("worker %s %s (%s, %d CPUs)", wid, "re-registered" if old else "joined", info.host, info.cpus_total)
+        self._reply(msg, {"master_pid": os.getpid()})
+
+    def _known(self, msg: Message, info: Any) -> bool:
+        """True when a worker's or client's record exists (it was seen now); otherwise tells the sender to register
+        again."""
+        if info is None:
+            self._reply(msg, None, MsgType.REREGISTER)
+            return False
+        info.last_seen = time.monotonic()
+        return True
+
+    def on_worker_heartbeat(self, msg: Message) -> None:
+        body = msg.body()
+        info = self.workers.get(body["worker_id"])
+        if not self._known(msg, info if info is not None and info.identity == msg.identity else None):
+            return
+        info.metrics.update({k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")})
+        self._reply(msg, None)
+
+    def on_job_ready(self, msg: Message) -> None:
+        body = msg.body()
+        info = self.workers.get(body["worker_id"])
+        if not self._known(msg, info):
+            return
+        info.vacant[body["job_id"]] = {"job_id": body["job_id"], "address": body["address"], "pid": body["pid"]}
+
+    def on_job_ended(self, msg: Message) -> None:
+        body = msg.body()
+        info = self.workers.get(body["worker_id"])
+        if info is not None:
+            info.vacant.pop(body["job_id"], None)
+            info.busy.discard(body.get("actor_id"))
+        if body.get("actor_id"):
+            self._end_actor(body["actor_id"], body["cause"])
+
+    def on_actor_failed_call(self, msg: Message) -> None:
+        body = msg.body()
+        actor = self.actors.get(body.get("actor_id"))
+        if actor is not None:
+            actor["last_error"] = {k: body[k] for k in ("type", "message", "traceback", "time")}
+
+    def on_worker_reply(self, msg: Message) -> None:
+        target = self.pending_logs.pop(msg.req_id, None)
+        if target is not None:
+            identity, req_id = target
+            self._send(identity, MsgType.REPLY, msg.body(), req_id=req_id)
+
+    def _new_actor(self, actor_id: str, class_name: str, client_id: str, worker: WorkerInfo, job: dict) -> dict:
+        actor = {
+            "id": actor_id,
+            "class_name": class_name,
+            "client_id": client_id,
+            "worker_id": worker.worker_id,
+            "host": worker.host,
+            "pid": job.get("pid"),
+            "state": "alive",
+            "created_at": time.time(),
+            "ended_at": None,
+            "death_cause": None,
+            "last_error": None,
+            "job_id": job["job_id"],
+        }
+        self.actors[actor_id] = actor
+        return actor
+
+    def _end_actor(self, actor_id: str, cause: str) -> None:
+        actor = self.actors.pop(actor_id, None)
+        if actor is None:
+            return
+        actor.update(state="dead", ended_at=time.time(), death_cause=cause)
+        self.dead_actors[actor_id] = actor
+        while len(self.dead_actors) > config.get("DEAD_ACTORS_KEPT"):
+            self.dead_actors.popitem(last=False)
+        client = self.clients.get(actor["client_id"])
+        if client is not None:
+            client.actors.discard(actor_id)
+        worker = self.workers.get(actor["worker_id"])
+        if worker is not None:
+            worker.busy.discard(actor_id)
+
+    # ----------------------------------------------------------------------------------- clients
+    def on_client_register(self, msg: Message) -> None:
+        body = msg.body()
+        if tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
+            text = (
+                f"the cluster runs Python {sys.version_info[0]}.{sys.version_info[1]} and this client Python "
+                f"{'.'.join(map(str, body.get('python', ())))}; classes and functions only travel between equal "
+                "Python versions: use the same Python on both sides"
+            )
+            self._reply(msg, {"kind": "version", "message": text}, MsgType.ERROR)
+            return
+        cid = body["client_id"]
+        info = ClientInfo(cid, msg.identity, body["host"], body["pid"], body["script"], body["started_at"])
+        info.actors = {a for a in body.get("actors", []) if a in self.actors}
+        self.clients[cid] = info
+        self._reply(msg, {"master_pid": os.getpid(), "version": __version__, "address": self.address})
+
+    def on_client_heartbeat(self, msg: Message) -> None:
+        body = msg.body()
+        info = self.clients.get(body["client_id"])
+        if not self._known(msg, info):
+            return
+        info.identity = msg.identity if body.get("from_requests") else info.identity
+        self._reply(msg, None)
+
+    def on_client_bye(self, msg: Message) -> None:
+        self._drop_client(msg.body()["client_id"], "its client disconnected")
+        self._reply(msg, None)
+
+    def _drop_client(self, client_id: str, cause: str) -> None:
+        info = self.clients.pop(client_id, None)
+        if info is None:
+            return
+        for actor_id in list(info.actors):
+            actor = self.actors.get(actor_id)
+            worker = self.workers.get(actor["worker_id"]) if actor else None
+            if worker is not None:
+                self._send(worker.identity, MsgType.KILL_JOB, {"job_id": actor["job_id"], "cause": cause})
+
+    def capacity(self) -> dict:
+        total = sum(w.cpus_total for w in self.workers.values())
+        used = sum(len(w.busy) for w in self.workers.values())
+        return {"total": total, "used": used, "vacant": max(0, total - used), "workers": len(self.workers)}
+
+    def on_acquire(self, msg: Message) -> None:
+        body = msg.body()
+        if body.get("n_gpu", 0):
+            self._reply(msg, {"kind": "gpu", **self.capacity()}, MsgType.NO_RESOURCE)
+            return
+        candidates = [w for w in self.workers.values() if w.vacant]
+        if not candidates:
+            self._reply(msg, {"kind": "cpu", **self.capacity()}, MsgType.NO_RESOURCE)
+            return
+        worker = max(candidates, key=lambda w: len(w.vacant))
+        job_id, job = next(iter(worker.vacant.items()))
+        del worker.vacant[job_id]
+        actor_id = "a-" + uuid.uuid4().hex[:12]
+        worker.busy.add(actor_id)
+        actor = self._new_actor(actor_id, body.get("class_name", ""), body["client_id"], worker, job)
+        client = self.clients.get(body["client_id"])
+        if client is not None:
+            client.actors.add(actor_id)
+        self._send(
+            worker.identity,
+            MsgType.ASSIGN_JOB,
+            {
+                "job_id": job_id,
+                "actor_id": actor_id,
+                "client_id": body["client_id"],
+                "class_name": actor["class_name"],
+                "max_memory_mb": body.get("max_memory_mb"),
+            },
+        )
+        self._reply(
+            msg, {"actor_id": actor_id, "address": job["address"], "pid": job["pid"], "worker_id": worker.worker_id}
+        )
+
+    def on_actor_info(self, msg: Message) -> None:
+        actor_id = msg.body()["actor_id"]
+        self._reply(msg, self.actors.get(actor_id) or self.dead_actors.get(actor_id))
+
+    # ------------------------------------------------------------------------------------ status
+    def status(self) -> dict:
+        """The cluster status snapshot read by ``ClusterClient.status`` (JSON-serialisable; the monitor reads
+        its keys)."""
+        return status_snapshot(self)
+
+    def on_status(self, msg: Message) -> None:
+        self._reply(msg, self.status())
+
+    def on_actor_log(self, msg: Message) -> None:
+        body = msg.body()
+        actor = self.actors.get(body["actor_id"]) or self.dead_actors.get(body["actor_id"])
+        if actor is None:
+            self._reply(
+                msg, {"error": f"unknown actor id {body['actor_id']!r}", "kind": "unknown_actor"}, MsgType.ERROR
+            )
+            return
+        worker = self.workers.get(actor["worker_id"])
+        if worker is None:
+            self._reply(
+                msg, {"error": f"the worker of actor {body['actor_id']} is gone", "kind": "gone"}, MsgType.ERROR
+            )
+            return
+        forward_id = self.next_forward_id
+        self.next_forward_id += 1
+        self.pending_logs[forward_id] = (msg.identity, msg.req_id)
+        self._send(worker.identity, MsgType.READ_LOG, body, req_id=forward_id)
+
+    # -------------------------------------------------------------------------------------- loop
+    def _expire(self) -> None:
+        now = time.monotonic()
+        worker_timeout = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
+        for wid, info in list(self.workers.items()):
+            if now - info.last_seen > worker_timeout:
+                logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
+                del self.workers[wid]
+                for actor_id in list(info.busy):
+                    self._end_actor(
+                        actor_id, f"its worker {wid} on {info.host} was lost (no heartbeat for {worker_timeout:.1f} s)"
+                    )
+        client_timeout = config.get("CLIENT_TIMEOUT_S")
+        for cid, info in list(self.clients.items()):
+            if now - info.last_seen > client_timeout:
+                logger.warning("client %s lost (no heartbeat for %.1f s)", cid, now - info.last_seen)
+                self._drop_client(cid, f"its client {cid} was lost (no heartbeat for {client_timeout:.0f} s)")
+        if len(self.pending_logs) > 1000:
+            self.pending_logs.clear()
+
+    def run(self) -> None:
+        """Serves until SIGTERM / SIGINT."""
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
+        poll_ms = int(config.get("HEARTBEAT_INTERVAL_S") * 1000 / 2)
+        next_expire = time.monotonic()
+        while self.running:
+            try:
+                if self.sock.poll(poll_ms):
+                    while self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                        self._handle_one()
+            except zmq.ZMQError:
+                if not self.running:
+                    break
+                raise
+            if time.monotonic() >= next_expire:
+                next_expire = time.monotonic() + poll_ms / 1000
+                self._expire()
+        self.sock.close(linger=0)
+        self.ctx.term()
+
+    def _handle_one(self) -> None:
+        try:
+            msg = zmq_io.recv(self.sock, self.signer, has_identity=True)
+        except protocol.Notice:
+            return
+        if msg is None:
+            return
+        handler = self.handlers.get(msg.type)
+        if handler is None:
+            logger.warning("master: unexpected message %s", msg.type.name)
+            return
+        try:
+            handler(msg)
+        except Exception:
+            logger.exception("master: handler of %s failed", msg.type.name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the master process (started by ``xparl start`` or ``connect()``)."""
+    parser = argparse.ArgumentParser(description="xparl master process (internal; use `xparl start`)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--monitor-port", type=int, default=None)
+    parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
+    args = parser.parse_args(argv)
+    token = os.environ.pop("XPARL_TOKEN", "")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(process)d %(levelname)s %(message)s")
+    master = Master(args.host, args.port, token, args.monitor_port)
+    print(f"XPARL_MASTER_PORT={master.port}", flush=True)
+    if args.parent_pid:
+        import threading
+
+        import psutil
+
+        def watch() -> None:
+            while master.running:
+                if not psutil.pid_exists(args.parent_pid):
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
+                time.sleep(0.5)
+
+        threading.Thread(target=watch, daemon=True, name="xparl-parent-watch").start()
+    master.run()
+
+
+if __name__ == "__main__":
+    main()

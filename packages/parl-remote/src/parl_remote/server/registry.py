@@ -1,0 +1,66 @@
+"""The master's records of workers and clients, and the cluster status snapshot built from them (what
+``ClusterClient.status`` returns to ``xparl status`` and the monitor)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from parl_remote import __version__
+
+
+@dataclass
+class WorkerInfo:
+    worker_id: str
+    identity: bytes
+    host: str
+    pid: int
+    cpus_total: int
+    vacant: dict = field(default_factory=dict)  # job_id -> {address, pid}
+    busy: set = field(default_factory=set)  # actor ids
+    metrics: dict = field(default_factory=dict)
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class ClientInfo:
+    client_id: str
+    identity: bytes
+    host: str
+    pid: int
+    script: str
+    started_at: float
+    actors: set = field(default_factory=set)
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+def status_snapshot(master: Any) -> dict:
+    """The cluster status snapshot of ``master`` (a ``Master``; JSON-serialisable; the monitor reads its keys)."""
+    now = time.monotonic()
+    cap = master.capacity()
+    public = ("id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
+              "death_cause", "last_error")  # fmt: skip
+    return {
+        "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
+                   "started_at": master.started_at, "monitor_port": master.monitor_port},
+        "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
+        "workers": [
+            {
+                "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total,
+                "cpus_used": len(w.busy),
+                "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
+                "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
+                "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],
+                "last_seen_s_ago": round(now - w.last_seen, 3),
+            }
+            for w in master.workers.values()
+        ],
+        "clients": [
+            {"id": c.client_id, "host": c.host, "pid": c.pid, "script": c.script, "started_at": c.started_at,
+             "actors": sorted(c.actors)}
+            for c in master.clients.values()
+        ],
+        "actors": [{k: a[k] for k in public} for a in [*master.actors.values(), *master.dead_actors.values()]],
+    }  # fmt: skip

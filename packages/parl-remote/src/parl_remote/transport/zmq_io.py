@@ -1,0 +1,171 @@
+"""zmq multipart I/O of wire-format messages: whole messages in and out, even when a Ctrl-C lands.
+
+On a ROUTER socket a message is preceded by the peer's routing identity frame; DEALER sockets send and
+receive it bare. Out-of-band buffers (large arrays) travel as zero-copy frames.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import zmq
+
+from parl_remote.wire import serialization, shm
+from parl_remote.wire.protocol import Message, MsgType, Rejected, decode, encode, notice_frames, notice_text
+from parl_remote.wire.signing import Signer
+
+logger = logging.getLogger(__name__)
+
+
+def send(
+    sock: zmq.Socket,
+    signer: Signer,
+    msg_type: MsgType,
+    req_id: int = 0,
+    body: Any = None,
+    identity: bytes | None = None,
+    payload: list | None = None,
+    flags: int = 0,
+    use_shm: bool | shm.Channel | None = False,
+) -> None:
+    """Signs and sends a message.
+
+    Args:
+        sock: a DEALER (``identity`` None) or ROUTER (``identity`` = the peer) socket.
+        signer: the cluster's signer.
+        msg_type: the message type.
+        req_id: request id (the request's id in a reply; 0 for notifications).
+        body: any value picklable with pickle protocol 5; ignored when ``payload`` is given.
+        identity: the routing identity for a ROUTER socket.
+        payload: already serialised payload frames (``serialization.dumps``).
+        flags: zmq send flags (e.g. ``zmq.NOBLOCK``).
+        use_shm: the peer runs on this host (large buffers through shared memory; see ``encode``).
+    """
+    if payload is None:
+        payload = serialization.dumps(body)
+    frames = encode(signer, msg_type, req_id, payload, use_shm)
+    send_frames(sock, frames, identity, flags)
+
+
+def send_frames(sock: zmq.Socket, frames: list, identity: bytes | None = None, flags: int = 0) -> None:
+    """Sends encoded frames (small ones copied, out-of-band buffers zero-copy).
+
+    A multipart message goes out whole: when an exception (``KeyboardInterrupt``: a Ctrl-C) cuts it after a
+    frame may have been queued, the remaining frames are sent before the exception propagates. A
+    half-sent message would otherwise swallow the next one (the peer would drop both, and the caller
+    would wait for a reply that never comes). A frame whose fate the interruption hides is sent again:
+    the peer then rejects that one message (its signature covers every frame) and the stream goes on.
+
+    Raises:
+        zmq.Again: with ``zmq.NOBLOCK``, when the message cannot be queued now (nothing was sent).
+    """
+    parts = frames if identity is None else [identity, *frames]
+    last = len(parts) - 1
+    if last == 0:
+        sock.send(parts[0], flags)
+        return
+    head = last - len(frames) + 1  # parts[head] is the signed head; the buffers after it go zero-copy when large
+    queued = 0  # frames known to be queued
+    try:
+        while queued <= last:
+            part = parts[queued]
+            sock.send(part, flags | (zmq.SNDMORE if queued < last else 0), copy=queued <= head or len(part) < 65536)
+            queued += 1
+    except zmq.Again:
+        if queued == 0:
+            raise
+        _finish_multipart(sock, parts, queued, flags)  # (zmq queues the rest of an accepted message)
+    except BaseException:
+        _finish_multipart(sock, parts, queued, flags)
+        raise
+
+
+def _finish_multipart(sock: zmq.Socket, parts: list, start: int, flags: int) -> None:
+    """Sends ``parts[start:]`` to end a multipart message (blocking; a second Ctrl-C meanwhile waits)."""
+    deferred = None
+    i, last = start, len(parts) - 1
+    while i <= last:
+        try:
+            sock.send(parts[i], (flags & ~zmq.NOBLOCK) | (zmq.SNDMORE if i < last else 0))
+            i += 1
+        except KeyboardInterrupt as exc:
+            deferred = exc
+        except zmq.ZMQError:  # the socket is closing: nothing more to protect
+            return
+    if deferred is not None:
+        raise deferred
+
+
+def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
+    """Receives a multipart message: the first frames copied (small), out-of-band buffers zero-copy.
+
+    An exception (a Ctrl-C) after the first frame discards the rest of that message before it propagates,
+    so that the next call starts at a message boundary.
+    """
+    frames = [sock.recv(flags)]
+    try:
+        while sock.getsockopt(zmq.RCVMORE):
+            frames.append(sock.recv(copy=len(frames) < 2))
+    except zmq.ZMQError:
+        raise
+    except BaseException:
+        _discard_rest(sock)
+        raise
+    return frames
+
+
+def _discard_rest(sock: zmq.Socket) -> None:
+    """Receives and drops the remaining frames of the message being received (a second Ctrl-C waits)."""
+    deferred = None
+    while True:
+        try:
+            if not sock.getsockopt(zmq.RCVMORE):
+                break
+            sock.recv()
+        except KeyboardInterrupt as exc:
+            deferred = exc
+        except zmq.ZMQError:
+            return
+    if deferred is not None:
+        raise deferred
+
+
+def send_notice(sock: zmq.Socket, msg_type: MsgType, text: str, identity: bytes | None = None) -> None:
+    """Sends an unsigned AUTH_FAILED / VERSION_MISMATCH notice carrying only ``text``."""
+    try:
+        send_frames(sock, notice_frames(msg_type, text), identity, zmq.NOBLOCK)
+    except zmq.ZMQError:
+        pass
+
+
+
+def recv(
+    sock: zmq.Socket,
+    signer: Signer,
+    has_identity: bool,
+    reply_notices: bool = True,
+    flags: int = 0,
+    channel: shm.Channel | None = None,
+) -> Message | None:
+    """Receives one message; returns None (after logging) when it had to be dropped.
+
+    Args:
+        sock: the socket to read (a message must be ready or this blocks, unless ``flags`` say otherwise).
+        signer: the cluster's signer.
+        has_identity: True for a ROUTER socket.
+        reply_notices: on a ROUTER socket, answer a rejected message with an unsigned notice.
+        flags: zmq receive flags (``zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is there).
+        channel: the connection's shared-memory arenas (same-host peers), or None.
+
+    Raises:
+        Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
+    """
+    frames = recv_frames(sock, flags)
+    try:
+        return decode(signer, frames, has_identity, channel)
+    except Rejected as exc:
+        logger.warning("dropped a message from %r: %s", bytes(frames[0]) if has_identity else "peer", exc)
+        if reply_notices and has_identity and exc.notice is not None:
+            send_notice(sock, exc.notice, notice_text(exc.notice), identity=bytes(frames[0]))
+        return None
