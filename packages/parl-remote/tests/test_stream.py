@@ -692,7 +692,13 @@ def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport, f
     actor = Echo()
     _check_transport(actor, transport)
     count = 300
-    max_gap_s = 0.01 if floats else 0.002  # (a call of 800 KiB each way takes ~2 ms here: some must complete)
+    # Gaps scale with how long one call takes now (~2 ms for 800 KiB each way on a quiet machine; ten times
+    # that on a loaded one), so that calls complete between interrupts as well as being cut by them.
+    t0 = time.monotonic()
+    for i in range(20):
+        actor.echo((i, payload))
+    call_s = (time.monotonic() - t0) / 20
+    max_gap_s = max(0.01 if floats else 0.002, 5 * call_s)
     sender = subprocess.Popen(
         [sys.executable, "-c", _STORM, str(os.getpid()), str(actor._xparl_actor.pid), str(count), str(max_gap_s)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
