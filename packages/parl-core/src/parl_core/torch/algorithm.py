@@ -34,6 +34,10 @@ class Algorithm:
 
     def __init__(self, model: Model | None = None) -> None:
         if model is not None and not isinstance(model, Model):
+            if any(cls.__module__.startswith(("paddle", "parl_core.paddle")) for cls in type(model).__mro__):
+                raise TypeError(f"{type(self).__name__} is a PyTorch algorithm but got the paddle model "
+                                f"{type(model).__name__}; build it on parl_core.torch.Model (torch.nn layers), or "
+                                "use the paddle algorithm (parl_algorithms.paddle, export PARL_BACKEND=paddle)")
             raise TypeError(f"{type(self).__name__} expects a parl.Model (a torch.nn.Module subclass of "
                             f"parl.Model), got {type(model).__name__}; define `class MyModel(parl.Model)`")
         self.model = model
