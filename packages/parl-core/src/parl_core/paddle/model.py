@@ -34,11 +34,13 @@ def _as_numpy(value: object) -> np.ndarray:
 
 
 def _split_statistics(model: paddle.nn.Layer) -> tuple[dict, dict]:
-    """``(trainable parameters, statistics)`` by name; paddle keeps BatchNorm's running mean / variance
-    as non-trainable parameters, which are copied like torch's buffers instead of averaged."""
+    """``(parameters, statistics)`` by name. Paddle keeps BatchNorm's running mean / variance as
+    parameters without gradient named ``_mean`` / ``_variance``; those are copied like torch's buffers
+    instead of averaged (a target network's frozen weights are still averaged)."""
     params, stats = {}, dict(model.named_buffers())
     for name, param in model.named_parameters():
-        (params if param.trainable else stats)[name] = param
+        is_stat = param.stop_gradient and name.rsplit(".", 1)[-1] in ("_mean", "_variance")
+        (stats if is_stat else params)[name] = param
     return params, stats
 
 
@@ -126,7 +128,9 @@ class Model(paddle.nn.Layer):
         if not 0.0 <= decay <= 1.0:
             raise ValueError(f"sync_weights_to: decay must be in [0, 1], got {decay}")
         src_params, src_buffers = _split_statistics(self)
-        dst_params, dst_buffers = _split_statistics(target_model)
+        dst_all = dict(target_model.named_parameters()) | dict(target_model.named_buffers())
+        dst_params = {k: v for k, v in dst_all.items() if k not in src_buffers}
+        dst_buffers = {k: v for k, v in dst_all.items() if k in src_buffers}
         if src_params.keys() != dst_params.keys() or src_buffers.keys() != dst_buffers.keys():
             raise ValueError("sync_weights_to: source and target models have different parameters "
                              f"({sorted(set(src_params) ^ set(dst_params) | set(src_buffers) ^ set(dst_buffers))})")
