@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from algo_models import ACT_DIM, BACKENDS, NUM_ACTIONS, OBS_DIM, models
+from algo_models import ACT_DIM, NUM_ACTIONS, OBS_DIM
 
 B = 8
 
@@ -68,12 +68,6 @@ CASES = {
                                              with_lagrange=True, min_q_version=2),
                         lambda rng: _transition(rng, False), (B, ACT_DIM)),
 }
-
-
-@pytest.fixture(params=BACKENDS)
-def M(request):
-    """The test models, algorithms and ops of one backend."""
-    return models(request.param)
 
 
 def _scalars(out):
