@@ -38,6 +38,10 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 import parl
 from parl.utils import calc_discount_sum_rewards, logger, summary
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 GAMMA = 0.99
 LEARNING_RATE = 4e-3
 EVAL_EPISODES = 10
