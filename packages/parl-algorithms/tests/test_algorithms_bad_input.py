@@ -105,7 +105,7 @@ def test_wrong_shapes(M):
     dqn = M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3)
     obs = z(4, OBS_DIM)
     with pytest.raises(ValueError, match="batch"):
-        dqn.predict(z(OBS_DIM))
+        M.algs.PPO(M.DiscreteACModel()).predict(z(OBS_DIM))  # (DQN.predict takes one obs, as PARL's)
     with pytest.raises(ValueError, match="reward"):
         dqn.learn(obs, np.zeros(4, dtype=np.int64), z(3), obs, z(4))
     with pytest.raises(ValueError, match="next_obs"):

@@ -236,3 +236,13 @@ def test_sync_target_is_polyak_average_and_state_has_no_extra_tensors(M):
         np.testing.assert_array_equal(v, source[k])
     assert set(alg.state_dict()) == {"model", "target_model", "actor_optimizer", "critic_optimizer", "total_it",
                                      "_last_actor_loss"}
+
+
+def test_dqn_predict_takes_one_unbatched_observation_as_parls_examples_pass(M):
+    # PARL 2.2.1's examples/DQN/cartpole_agent.py calls alg.predict(paddle.to_tensor(obs)) on obs [obs_dim]
+    dqn = M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3)
+    obs = np.random.default_rng(0).normal(size=(3, OBS_DIM)).astype(np.float32)
+    batched = M.ops.numpy(dqn.predict(obs))
+    single = M.ops.numpy(dqn.predict(obs[1]))
+    assert single.shape == (NUM_ACTIONS,)
+    np.testing.assert_allclose(single, batched[1], rtol=1e-6)

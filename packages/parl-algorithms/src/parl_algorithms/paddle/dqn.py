@@ -13,6 +13,7 @@ from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle import functional
 from parl_algorithms.paddle._common import (
     adam,
+    as_float,
     column,
     discrete_actions,
     obs_batch,
@@ -70,7 +71,18 @@ class DQN(Algorithm):
 
     @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Q values float32 ``[B, num_actions]`` of obs ``[B, *obs_shape]`` (greedy action: ``argmax(-1)``)."""
+        """Q values of every action.
+
+        Args:
+            obs: float32 ``[B, *obs_shape]``, or one observation ``[obs_dim]`` (as PARL's examples pass).
+
+        Returns:
+            float32 ``[B, num_actions]`` (``[num_actions]`` for one observation); the greedy action is
+            ``argmax(-1)``.
+        """
+        obs = as_float(obs, "obs")
+        if obs.ndim == 1:
+            return self._q(self.model, obs.unsqueeze(0))[0]
         return self._q(self.model, obs_batch(obs, type(self).__name__))
 
     @readable_shape_errors

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from parl_algorithms._validation import check_model_method
+from parl_algorithms._validation import as_float_tensor, check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
     adam,
@@ -76,11 +76,15 @@ class DQN(Algorithm):
         """Q values of every action.
 
         Args:
-            obs: float32 ``[B, *obs_shape]``.
+            obs: float32 ``[B, *obs_shape]``, or one observation ``[obs_dim]`` (as PARL's examples pass).
 
         Returns:
-            float32 ``[B, num_actions]`` (the greedy action is ``argmax(-1)``).
+            float32 ``[B, num_actions]`` (``[num_actions]`` for one observation); the greedy action is
+            ``argmax(-1)``.
         """
+        obs = as_float_tensor(obs, "obs")
+        if obs.ndim == 1:
+            return self._q(self.model, obs.unsqueeze(0))[0]
         return self._q(self.model, obs_batch(obs, type(self).__name__))
 
     @readable_shape_errors
