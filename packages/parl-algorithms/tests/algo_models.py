@@ -8,6 +8,7 @@ import functools
 import importlib.util
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 OBS_DIM, NUM_ACTIONS, ACT_DIM = 4, 3, 2
@@ -150,3 +151,28 @@ def models(backend):
                            DiscreteACModel=DiscreteACModel, GaussianACModel=GaussianACModel,
                            DeterministicACModel=DeterministicACModel, TwinCriticModel=TwinCriticModel,
                            SACModel=SACModel)
+
+
+def transition(rng, discrete, batch, action_bound=1.0):
+    """A replay batch ``(obs, action, reward [B, 1], next_obs, terminal [B, 1])`` as numpy."""
+    action = (rng.integers(0, NUM_ACTIONS, size=(batch, 1)) if discrete
+              else rng.uniform(-action_bound, action_bound, (batch, ACT_DIM)))
+    return (rng.normal(size=(batch, OBS_DIM)).astype(np.float32), action.astype(np.int64 if discrete else np.float32),
+            rng.normal(size=(batch, 1)).astype(np.float32), rng.normal(size=(batch, OBS_DIM)).astype(np.float32),
+            (rng.random((batch, 1)) < 0.2).astype(np.float32))
+
+
+def ppo_batch(rng, discrete, batch, logprob_shift=-1.0):
+    """A PPO minibatch ``[obs, action, value, return, logprob, adv]`` as numpy."""
+    action = (rng.integers(0, NUM_ACTIONS, size=batch) if discrete
+              else rng.normal(size=(batch, ACT_DIM)).astype(np.float32))
+    f = lambda: rng.normal(size=batch).astype(np.float32)  # noqa: E731
+    return [rng.normal(size=(batch, OBS_DIM)).astype(np.float32), action, f(), f(), f() + logprob_shift, f()]
+
+
+def a2c(M, model=None, lr=1e-2):
+    """PARL's two A2C constructors: torch ``A2C(model, config)``, paddle ``A2C(model, vf_loss_coeff)``."""
+    model = M.DiscreteACModel() if model is None else model
+    if M.ops.name == "torch":
+        return M.algs.A2C(model, {"vf_loss_coeff": 0.5, "learning_rate": lr})
+    return M.algs.A2C(model, vf_loss_coeff=0.5, learning_rate=lr)

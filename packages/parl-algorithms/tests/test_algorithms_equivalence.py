@@ -9,7 +9,7 @@ implementations must ask in the same order with the same shapes, which is part o
 
 import numpy as np
 import pytest
-from algo_models import ACT_DIM, NUM_ACTIONS, OBS_DIM, models
+from algo_models import NUM_ACTIONS, OBS_DIM, a2c, models, ppo_batch, transition
 
 torch = pytest.importorskip("torch")
 paddle = pytest.importorskip("paddle")
@@ -57,22 +57,15 @@ def copy_torch_weights(torch_model, paddle_model):
 
 
 def _a2c(M, model):
-    if M.ops.name == "torch":
-        return M.algs.A2C(model, {"vf_loss_coeff": 0.5, "learning_rate": 1e-2})
-    return M.algs.A2C(model, vf_loss_coeff=0.5, learning_rate=1e-2)
+    return a2c(M, model)
 
 
 def _transition(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=(B, 1)) if discrete else rng.uniform(-0.99, 0.99, (B, ACT_DIM))
-    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), action.astype(np.int64 if discrete else np.float32),
-            rng.normal(size=(B, 1)).astype(np.float32), rng.normal(size=(B, OBS_DIM)).astype(np.float32),
-            (rng.random((B, 1)) < 0.2).astype(np.float32))
+    return transition(rng, discrete, B, action_bound=0.99)
 
 
 def _ppo(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=B) if discrete else rng.normal(size=(B, ACT_DIM)).astype(np.float32)
-    f = lambda: rng.normal(size=B).astype(np.float32)  # noqa: E731
-    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), action, f(), f(), f() - 1.5, f())
+    return ppo_batch(rng, discrete, B, logprob_shift=-1.5)
 
 
 OFF = dict(gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3)

@@ -6,22 +6,17 @@ import math
 
 import numpy as np
 import pytest
-from algo_models import ACT_DIM, NUM_ACTIONS, OBS_DIM
+from algo_models import ACT_DIM, NUM_ACTIONS, OBS_DIM, a2c, ppo_batch, transition
 
 B = 8
 
 
 def _transition(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=(B, 1)) if discrete else rng.uniform(-1, 1, (B, ACT_DIM))
-    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), action.astype(np.int64 if discrete else np.float32),
-            rng.normal(size=(B, 1)).astype(np.float32), rng.normal(size=(B, OBS_DIM)).astype(np.float32),
-            (rng.random((B, 1)) < 0.2).astype(np.float32))
+    return transition(rng, discrete, B)
 
 
 def _ppo_batch(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=B) if discrete else rng.normal(size=(B, ACT_DIM)).astype(np.float32)
-    f = lambda: rng.normal(size=B).astype(np.float32)  # noqa: E731
-    return [rng.normal(size=(B, OBS_DIM)).astype(np.float32), action, f(), f(), f() - 1.0, f()]
+    return ppo_batch(rng, discrete, B)
 
 
 def _a2c_batch(rng):
@@ -30,10 +25,7 @@ def _a2c_batch(rng):
 
 
 def _a2c(M):
-    # PARL's two A2C constructors: torch A2C(model, config), paddle A2C(model, vf_loss_coeff)
-    if M.ops.name == "torch":
-        return M.algs.A2C(M.DiscreteACModel(), {"vf_loss_coeff": 0.5, "learning_rate": 1e-2})
-    return M.algs.A2C(M.DiscreteACModel(), vf_loss_coeff=0.5, learning_rate=1e-2)
+    return a2c(M)
 
 
 # name -> (build the algorithm from the backend's models namespace, a learn batch from a numpy Generator,
