@@ -7,9 +7,10 @@ Sessions:
     wheels          builds every package, installs all wheels together into a clean venv, smoke-imports
     demo            trains the QuickStart agent (the main job)
 
-Torch is pinned through ``constraints.txt`` (its CPU wheel is on the machine); package metadata keeps
-open ranges. After installing, a guard fails the session if any of the six distributions came from a
-registry instead of this tree.
+Torch and paddlepaddle are pinned through ``constraints.txt`` (their CPU wheels are on the machine);
+package metadata keeps open ranges. parl-core's and parl-algorithms' tests run every behaviour on both
+backends, so their sessions install both frameworks. After installing, a guard fails the session if any of
+the six distributions came from a registry instead of this tree.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ SIBLINGS = {
 TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 # Extra third-party packages a package's tests need (never part of its runtime dependencies).
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
-    "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15"),
-    "parl-algorithms": ("torch>=2.1",  # the algorithms are torch-backed (parl-core[torch]); pinned by constraints
+    # both backends: each test body runs on torch and on paddle (versions pinned by constraints.txt)
+    "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15", "paddlepaddle>=3.0"),
+    "parl-algorithms": ("torch>=2.1", "paddlepaddle>=3.0",
                         "ale-py>=0.9", "opencv-python-headless>=4.8"),  # Atari: wrap_deepmind, examples/impala
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
@@ -135,6 +137,39 @@ def wheels(session: nox.Session) -> None:
     session.run("python", "-c", "import parl, parl_core, parl_algorithms, parl_remote, parl_monitor, evokit; "
                 "print('import parl OK', parl.__version__)")
     session.run("xparl", "--help", silent=True)
+    # each framework alone: `pip install parl-core[<backend>]` (without the other) imports and trains a step
+    for backend, absent in (("paddle", "torch"), ("torch", "paddle")):
+        venv = pathlib.Path(session.create_tmp()) / f"only-{backend}"
+        session.run("python", "-m", "venv", "--clear", str(venv), silent=True)
+        python = str(venv / "bin" / "python")
+        core = next(w for w in wheels_built if pathlib.Path(w).name.startswith("parl_core-"))
+        algorithms = next(w for w in wheels_built if pathlib.Path(w).name.startswith("parl_algorithms-"))
+        session.run(python, "-m", "pip", "install", "-q", *CONSTRAINTS, "--find-links", str(dist),
+                    f"{core}[{backend}]", algorithms, external=True)
+        session.run(python, "-c", ONE_STEP.format(backend=backend, absent=absent), external=True)
+
+
+# Trains one DQN step on the only installed framework (used by the wheels session).
+ONE_STEP = """
+import importlib.util, sys
+import numpy as np
+assert importlib.util.find_spec({absent!r}) is None, '{absent} must not be installed here'
+import parl_core, parl_algorithms
+assert parl_core.get_backend() == {backend!r}, parl_core.get_backend()
+nn = ({backend!r} == 'torch' and __import__('torch').nn) or __import__('paddle').nn
+class Q(parl_core.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, obs):
+        return self.fc(obs)
+agent = parl_core.Agent(parl_algorithms.DQN(Q(), gamma=0.9, lr=1e-2))
+rng = np.random.default_rng(0)
+loss = agent.learn(rng.normal(size=(8, 4)), rng.integers(0, 2, 8), rng.normal(size=8), rng.normal(size=(8, 4)),
+                   np.zeros(8))
+assert np.isfinite(loss), loss
+print('parl-core[{backend}] without {absent}: one DQN step, loss', loss)
+"""
 
 
 @nox.session

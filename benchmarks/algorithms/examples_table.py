@@ -28,6 +28,7 @@ RUNS = {
     "ppo": ("ppo", [], "CartPole-v1 eval >= 475"),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1"], "Pendulum-v1 eval >= -250"),
     "dqn": ("dqn", [], "CartPole-v1 eval >= 475"),
+    "dqn-paddle": ("dqn", ["--backend", "paddle"], "CartPole-v1 eval >= 475 (paddle backend)"),
     "a2c": ("a2c", [], "CartPole-v1 eval >= 475"),
     "ddpg": ("ddpg", [], "Pendulum-v1 eval >= -200"),
     "td3": ("td3", [], "Pendulum-v1 eval >= -200"),

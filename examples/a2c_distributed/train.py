@@ -46,6 +46,10 @@ from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_remote import ActorDiedError
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here, as examples/a2c (16 envs x 16 steps,
 # mean loss, lr 3e-3, gradient norm 0.5). "atari": PARL's examples/A2C/a2c_config.py (84x84 frames, 5 envs
 # per actor, 20 steps, lr 1e-3, GAE lambda 1, summed loss with gradient norm 40).

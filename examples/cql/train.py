@@ -35,6 +35,10 @@ from tqdm import tqdm
 import parl
 from parl.utils import ReplayMemory, summary
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 GAMMA = 0.99
 TAU = 0.005
 LR = 1e-3

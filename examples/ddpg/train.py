@@ -32,6 +32,10 @@ from tqdm import tqdm
 import parl
 from parl.utils import ReplayMemory, summary
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 GAMMA = 0.98
 TAU = 0.005
 ACTOR_LR = 1e-3

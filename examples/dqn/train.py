@@ -16,6 +16,7 @@ gradient steps per 256 env steps (see README).
 Usage::
 
     python examples/dqn/train.py --seed 0 --logdir runs/dqn/seed0
+    python examples/dqn/train.py --backend paddle --seed 0 --logdir runs/dqn/paddle-seed0
 
 Writes ``<logdir>/summary.json`` and tensorboard scalars.
 """
@@ -23,19 +24,18 @@ Writes ``<logdir>/summary.json`` and tensorboard scalars.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
-from parl_algorithms.torch.nets import MLP
 
 GAMMA = 0.99
 LR = 2.3e-3
@@ -50,43 +50,76 @@ EVAL_EPISODES = 10
 EVAL_TRIGGER = 300.0  # evaluate once the mean of the last 5 training episodes reaches this
 
 
-class QNetwork(parl.Model):
-    """obs float32 [B, obs_dim] -> Q values float32 [B, num_actions]."""
+@functools.cache
+def define_networks(backend: str = "torch") -> tuple[type, type]:
+    """``(QNetwork, DuelingQNetwork)`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects."""
+    parl.set_backend(backend)
+    nn = importlib.import_module(f"{backend}.nn")
+    if backend == "torch":
+        from parl_algorithms.torch.nets import MLP  # Linear-ReLU-...-Linear without the per-layer module calls
+    else:
+        def MLP(sizes):  # noqa: N802 (a layer class stand-in)
+            layers = [m for a, b in zip(sizes[:-1], sizes[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())]
+            return nn.Sequential(*layers[:-1])
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
-        super().__init__()
-        # Linear-ReLU-Linear-ReLU-Linear: an nn.Sequential without the per-layer module calls
-        self.net = MLP([obs_dim, hidden, hidden, num_actions])
+    class QNetwork(parl.Model):
+        """obs float32 [B, obs_dim] -> Q values float32 [B, num_actions]."""
 
-    def forward(self, obs):
-        return self.net(obs)
+        def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
+            super().__init__()
+            self.net = MLP([obs_dim, hidden, hidden, num_actions])
+
+        def forward(self, obs):
+            return self.net(obs)
+
+    class DuelingQNetwork(parl.Model):
+        """Dueling architecture (Wang et al. 2016): Q = V(s) + A(s, a) - mean_a A(s, a); contract of QNetwork."""
+
+        def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+            self.value = nn.Linear(hidden, 1)
+            self.advantage = nn.Linear(hidden, num_actions)
+
+        def forward(self, obs):
+            h = self.body(obs)
+            adv = self.advantage(h)
+            return self.value(h) + adv - adv.mean(-1, keepdim=True)
+
+    return QNetwork, DuelingQNetwork
 
 
-class DuelingQNetwork(parl.Model):
-    """Dueling architecture (Wang et al. 2016): Q = V(s) + A(s, a) - mean_a A(s, a); same contract as QNetwork."""
+class Tensors:
+    """The few tensor operations of this program on the chosen framework (numpy <-> tensor, no-grad)."""
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
-        self.value = nn.Linear(hidden, 1)
-        self.advantage = nn.Linear(hidden, num_actions)
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.fw = importlib.import_module(backend)
 
-    def forward(self, obs):
-        h = self.body(obs)
-        adv = self.advantage(h)
-        return self.value(h) + adv - adv.mean(dim=1, keepdim=True)
+    def from_numpy(self, array: np.ndarray):
+        return self.fw.from_numpy(array) if self.backend == "torch" else self.fw.to_tensor(array)
+
+    def no_grad(self):
+        return self.fw.inference_mode() if self.backend == "torch" else self.fw.no_grad()
+
+    def seed(self, seed: int) -> None:
+        if self.backend == "torch":
+            self.fw.set_num_threads(1)  # small networks: one thread is 2-4x faster
+            self.fw.manual_seed(seed)
+        else:
+            self.fw.seed(seed)
 
 
-def evaluate(alg, env_id: str, seed: int) -> float:
+def evaluate(alg, env_id: str, seed: int, tensors: Tensors) -> float:
     """Mean return of EVAL_EPISODES greedy episodes, played in parallel (the first episode of each env)."""
     # gymnasium's native vectorised env where the env has one (CartPole), else a SyncVectorEnv
     mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode=mode)
     obs, _ = envs.reset(seed=seed + 10_000)
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with tensors.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).argmax(1).numpy()
+            action = alg.predict(tensors.from_numpy(obs.astype(np.float32))).argmax(1).numpy()
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -96,6 +129,7 @@ def evaluate(alg, env_id: str, seed: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--logdir", default=None, help="default: runs/dqn/<env>-seed<seed>")
@@ -108,15 +142,16 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    tensors = Tensors(args.backend)
+    tensors.seed(args.seed)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, num_actions = env.observation_space.shape[0], int(env.action_space.n)
+    q_network, dueling_q_network = define_networks(args.backend)  # selects the backend: before parl.algorithms
     algo_cls = parl.algorithms.DDQN if args.double else parl.algorithms.DQN
-    network = DuelingQNetwork if args.dueling else QNetwork
+    network = dueling_q_network if args.dueling else q_network
     alg = algo_cls(network(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
 
@@ -130,8 +165,8 @@ def main() -> None:
         if rng.random() < epsilon:
             action = int(rng.integers(num_actions))
         else:
-            with torch.inference_mode():
-                action = int(alg.predict(torch.from_numpy(obs).unsqueeze(0)).argmax())
+            with tensors.no_grad():
+                action = int(alg.predict(tensors.from_numpy(obs[None])).argmax())
         next_obs, reward, terminated, truncated, _ = env.step(action)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -146,7 +181,7 @@ def main() -> None:
             alg.sync_target()
             # the memory does not change during a training phase: draw all its minibatches at once (the same
             # uniform indices, from the same generator, as GRADIENT_STEPS separate draws) and slice them
-            phase = [torch.from_numpy(a).view(GRADIENT_STEPS, BATCH_SIZE, *a.shape[1:])
+            phase = [tensors.from_numpy(a.reshape(GRADIENT_STEPS, BATCH_SIZE, *a.shape[1:]))
                      for a in memory.sample_batch(GRADIENT_STEPS * BATCH_SIZE)]
             for i in range(GRADIENT_STEPS):
                 loss = alg.learn(*(a[i] for a in phase))
@@ -157,19 +192,19 @@ def main() -> None:
             bar.update(TRAIN_FREQ)
             bar.set_postfix(train_return=f"{np.mean(recent) if recent else 0:.1f}", eval=f"{eval_mean:.1f}")
             if len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER:
-                eval_mean = evaluate(alg, args.env, args.seed)
+                eval_mean = evaluate(alg, args.env, args.seed, tensors)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
     bar.close()
     if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed)
+        eval_mean = evaluate(alg, args.env, args.seed, tensors)
         summary.add_scalar("eval/return_mean", eval_mean, step)
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "algorithm": algo_cls.__name__, "dueling": args.dueling,
+    result = {"env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,
               "seed": args.seed, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),
               "target_return": args.target_return, "reached": reached_at is not None, "gradient_steps": grad_steps}

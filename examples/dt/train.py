@@ -37,6 +37,10 @@ from tqdm import tqdm
 import parl
 from parl.utils import summary
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 CONTEXT, HIDDEN, LAYERS, HEADS, BATCH_SIZE = 20, 64, 2, 2, 64
 RTG_SCALE, MAX_EP_LEN, EVAL_EPISODES = 1000.0, 1000, 10
 

@@ -52,6 +52,10 @@ from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_remote import ActorDiedError
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here. "atari": PARL's ga3c_config.py
 # (42x42 frames, t_max 5, train batch 128, lr 5e-4, GAE lambda 1, summed loss, gradient norm 40).
 CONFIGS = {

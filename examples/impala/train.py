@@ -46,6 +46,10 @@ from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmin
 from parl.utils import summary
 from parl_remote import ActorDiedError
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 logger = logging.getLogger("impala")
 
 # Per-env defaults. CartPole: tuned here. Atari: PARL's examples/IMPALA/impala_config.py (42x42 frames,

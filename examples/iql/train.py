@@ -38,6 +38,10 @@ from tqdm import tqdm
 import parl
 from parl.utils import ReplayMemory, summary
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 GAMMA, LR, BATCH_SIZE, HIDDEN = 0.99, 3e-4, 256, 64
 EVAL_EPISODES = 10
 

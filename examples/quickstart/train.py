@@ -2,7 +2,8 @@
 
 The three PARL roles, as in the original tutorial:
 
-- ``CartpoleModel(parl.Model)``: the policy network, observation -> action probabilities.
+- ``CartpoleModel(parl.Model)``: the policy network, observation -> action probabilities (torch.nn or
+  paddle.nn layers, by ``--backend``; the rest of the program is the same on both).
 - ``parl.algorithms.PolicyGradient``: the loss ``mean(-log pi(a|s) * G)`` and its Adam optimizer.
 - ``CartpoleAgent(parl.Agent)``: the numpy bridge to the environment (sample / predict / learn).
 
@@ -15,6 +16,7 @@ and evaluated again on the same 10 episode seeds.
 Usage::
 
     python examples/quickstart/train.py --seed 0 --logdir runs/quickstart/seed0
+    python examples/quickstart/train.py --backend paddle --seed 0 --logdir runs/quickstart/paddle-seed0
     tensorboard --logdir runs/quickstart
 
 Writes ``<logdir>/summary.json``, ``<logdir>/agent.ckpt``, ``<logdir>/log.log`` and tensorboard events.
@@ -23,15 +25,14 @@ Writes ``<logdir>/summary.json``, ``<logdir>/agent.ckpt``, ``<logdir>/log.log`` 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import nn
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -43,70 +44,74 @@ LEARNING_RATE = 4e-3
 EVAL_EPISODES = 10
 
 
-class CartpoleModel(parl.Model):
-    """Two fully connected layers: obs float32 [B, obs_dim] -> action probabilities float32 [B, act_dim]."""
+@functools.cache
+def define_classes(backend: str = "torch") -> tuple[type, type]:
+    """``(CartpoleModel, CartpoleAgent)`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects."""
+    parl.set_backend(backend)
+    nn = importlib.import_module(f"{backend}.nn")
+    tanh = importlib.import_module(backend).tanh
+    softmax = nn.functional.softmax
 
-    def __init__(self, obs_dim: int, act_dim: int, hid_size: int = 128):
-        super().__init__()
-        self.fc1 = nn.Linear(obs_dim, hid_size)
-        self.fc2 = nn.Linear(hid_size, act_dim)
+    class CartpoleModel(parl.Model):
+        """Two fully connected layers: obs float32 [B, obs_dim] -> action probabilities float32 [B, act_dim]."""
 
-    def forward(self, obs):
-        out = torch.tanh(self.fc1(obs))
-        return F.softmax(self.fc2(out), dim=-1)
+        def __init__(self, obs_dim: int, act_dim: int, hid_size: int = 128):
+            super().__init__()
+            self.fc1 = nn.Linear(obs_dim, hid_size)
+            self.fc2 = nn.Linear(hid_size, act_dim)
+
+        def forward(self, obs):
+            return softmax(self.fc2(tanh(self.fc1(obs))), -1)
+
+    class CartpoleAgent(parl.Agent):
+        """Samples actions for training, picks the greedy action for evaluation, and learns from episodes.
+
+        ``parl.Agent``'s ``predict`` / ``learn`` convert numpy to the backend's tensors and back.
+
+        Args:
+            algorithm: a ``parl.algorithms.PolicyGradient``.
+            obs_dim: the observation length (4 for CartPole).
+            act_dim: the number of discrete actions (2 for CartPole).
+            seed: seed of the generator used to sample actions.
+        """
+
+        def __init__(self, algorithm, obs_dim: int, act_dim: int, seed: int | None = None):
+            super().__init__(algorithm)
+            self.obs_dim = obs_dim
+            self.act_dim = act_dim
+            self.rng = np.random.default_rng(seed)
+
+        def _obs(self, obs) -> np.ndarray:
+            """Validate observations (float [obs_dim] or [N, obs_dim]); float32 numpy."""
+            obs = np.asarray(obs)
+            if not np.issubdtype(obs.dtype, np.number):
+                raise TypeError(f"CartpoleAgent expects numeric observations, got dtype {obs.dtype}; pass the "
+                                "observation returned by env.reset() / env.step() (np.float32)")
+            if obs.ndim not in (1, 2) or obs.shape[-1] != self.obs_dim:
+                raise ValueError(f"CartpoleAgent expects observations of shape [{self.obs_dim}] or "
+                                 f"[N, {self.obs_dim}], got {obs.shape}; pass the observation returned by "
+                                 "env.reset() / env.step() (stack several with np.stack)")
+            return obs.astype(np.float32, copy=False)
+
+        def sample(self, obs) -> int:
+            """Sample an action from the policy for one observation float32 [obs_dim]."""
+            prob = super().predict(self._obs(obs)).astype(np.float64)
+            return int(self.rng.choice(self.act_dim, p=prob / prob.sum()))
+
+        def predict(self, obs) -> np.ndarray | int:
+            """Greedy action(s): int for one observation [obs_dim], int64 [N] for a batch [N, obs_dim]."""
+            action = super().predict(self._obs(obs)).argmax(-1)
+            return int(action) if np.ndim(action) == 0 else action
+
+        def learn(self, obs, action, reward) -> float:
+            """One update from obs float32 [T, obs_dim], action int64 [T], reward (the returns) float32 [T]."""
+            return float(super().learn(self._obs(obs), np.asarray(action, dtype=np.int64),
+                                       np.asarray(reward, dtype=np.float32)))
+
+    return CartpoleModel, CartpoleAgent
 
 
-class CartpoleAgent(parl.Agent):
-    """Samples actions for training, picks the greedy action for evaluation, and learns from episodes.
-
-    Args:
-        algorithm: a ``parl.algorithms.PolicyGradient``.
-        obs_dim: the observation length (4 for CartPole).
-        act_dim: the number of discrete actions (2 for CartPole).
-        seed: seed of the generator used to sample actions.
-    """
-
-    def __init__(self, algorithm, obs_dim: int, act_dim: int, seed: int | None = None):
-        super().__init__(algorithm)
-        self.obs_dim = obs_dim
-        self.act_dim = act_dim
-        self.rng = np.random.default_rng(seed)
-
-    def _obs_tensor(self, obs) -> torch.Tensor:
-        """Validate observations (float [obs_dim] or [N, obs_dim]) and convert them to a float32 tensor."""
-        obs = np.asarray(obs)
-        if not np.issubdtype(obs.dtype, np.number):
-            raise TypeError(f"CartpoleAgent expects numeric observations, got dtype {obs.dtype}; pass the "
-                            "observation returned by env.reset() / env.step() (np.float32)")
-        if obs.ndim not in (1, 2) or obs.shape[-1] != self.obs_dim:
-            raise ValueError(f"CartpoleAgent expects observations of shape [{self.obs_dim}] or [N, {self.obs_dim}], "
-                             f"got {obs.shape}; pass the observation returned by env.reset() / env.step() "
-                             "(stack several with np.stack)")
-        return torch.as_tensor(obs, dtype=torch.float32)
-
-    def sample(self, obs) -> int:
-        """Sample an action from the policy for one observation float32 [obs_dim]."""
-        with torch.no_grad():
-            prob = self.alg.predict(self._obs_tensor(obs)).numpy().astype(np.float64)
-        return int(self.rng.choice(self.act_dim, p=prob / prob.sum()))
-
-    def predict(self, obs) -> np.ndarray | int:
-        """Greedy action(s): int for one observation [obs_dim], int64 [N] for a batch [N, obs_dim]."""
-        with torch.no_grad():
-            prob = self.alg.predict(self._obs_tensor(obs))
-        action = prob.argmax(dim=-1).numpy()
-        return int(action) if action.ndim == 0 else action
-
-    def learn(self, obs, action, reward) -> float:
-        """One update from obs float32 [T, obs_dim], action int64 [T], reward (the returns) float32 [T]."""
-        obs = self._obs_tensor(obs)
-        action = torch.as_tensor(np.asarray(action), dtype=torch.int64)
-        reward = torch.as_tensor(np.asarray(reward), dtype=torch.float32)
-        loss = self.alg.learn(obs, action, reward)
-        return float(loss.detach())
-
-
-def run_train_episode(agent: CartpoleAgent, env: gym.Env, seed: int | None = None):
+def run_train_episode(agent, env: gym.Env, seed: int | None = None):
     """Play one episode with sampled actions; returns the observations, actions and rewards."""
     obs_list, action_list, reward_list = [], [], []
     obs, _ = env.reset(seed=seed)
@@ -121,7 +126,7 @@ def run_train_episode(agent: CartpoleAgent, env: gym.Env, seed: int | None = Non
     return obs_list, action_list, reward_list
 
 
-def run_evaluate_episodes(agent: CartpoleAgent, envs: list[gym.Env], seeds: list[int]) -> np.ndarray:
+def run_evaluate_episodes(agent, envs: list[gym.Env], seeds: list[int]) -> np.ndarray:
     """Play one episode per env with greedy actions, all envs in lockstep (one batched forward per step).
 
     Returns:
@@ -139,8 +144,9 @@ def run_evaluate_episodes(agent: CartpoleAgent, envs: list[gym.Env], seeds: list
     return returns
 
 
-def build_agent(obs_dim: int, act_dim: int, seed: int, lr: float = LEARNING_RATE) -> CartpoleAgent:
-    """Model -> algorithm -> agent, as in every PARL program."""
+def build_agent(obs_dim: int, act_dim: int, seed: int, lr: float = LEARNING_RATE, backend: str = "torch"):
+    """Model -> algorithm -> agent, as in every PARL program (on ``backend``: ``"torch"`` or ``"paddle"``)."""
+    CartpoleModel, CartpoleAgent = define_classes(backend)  # noqa: N806 (classes)
     model = CartpoleModel(obs_dim=obs_dim, act_dim=act_dim)
     alg = parl.algorithms.PolicyGradient(model, lr=lr)
     return CartpoleAgent(alg, obs_dim=obs_dim, act_dim=act_dim, seed=seed)
@@ -156,7 +162,8 @@ def _loadavg() -> list[float] | None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0, help="seed of torch, the env and action sampling")
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the framework, the env and action sampling")
     parser.add_argument("--logdir", default=None, help="output directory (default: runs/quickstart/seed{SEED})")
     parser.add_argument("--max-episodes", type=int, default=300, help="training episodes at most")
     parser.add_argument("--lr", type=float, default=LEARNING_RATE, help="Adam learning rate")
@@ -176,8 +183,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     start = time.perf_counter()
-    torch.set_num_threads(1)  # small networks: one thread is 2-4x faster than the default
-    torch.manual_seed(args.seed)
+    framework = importlib.import_module(args.backend)
+    if args.backend == "torch":
+        framework.set_num_threads(1)  # small networks: one thread is 2-4x faster than the default
+        framework.manual_seed(args.seed)
+    else:
+        framework.seed(args.seed)
     logger.set_dir(args.logdir)
     summary.set_logdir(args.logdir)
 
@@ -186,7 +197,7 @@ def main(argv=None) -> dict:
     eval_seeds = [10_000 + 100 * args.seed + i for i in range(EVAL_EPISODES)]
     obs_dim = env.observation_space.shape[0]
     act_dim = env.action_space.n
-    agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr)
+    agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr, backend=args.backend)
 
     episodes = updates = env_steps = 0
     eval_mean = float("nan")
@@ -224,7 +235,7 @@ def main(argv=None) -> dict:
     # Save, restore into a fresh agent, evaluate again on the same episodes.
     checkpoint = os.path.join(args.logdir, "agent.ckpt")
     agent.save(checkpoint)
-    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1, lr=args.lr)
+    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1, lr=args.lr, backend=args.backend)
     restored.restore(checkpoint)
     restored_mean = float(run_evaluate_episodes(restored, eval_envs, eval_seeds).mean())
     logger.info("restored agent: eval return %.1f (before saving: %.1f)", restored_mean, eval_mean)
@@ -238,6 +249,7 @@ def main(argv=None) -> dict:
         "episodes": episodes,
         "updates": updates,
         "seed": args.seed,
+        "backend": args.backend,
         "lr": args.lr,
         "target_return": args.target_return,
         "reached_threshold": reached,

@@ -36,6 +36,10 @@ import parl
 from parl.utils import ReplayMemory, summary
 from parl_algorithms.torch.nets import MLP
 
+# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
+# default would be paddle)
+parl.set_backend("torch")
+
 GAMMA = 0.99
 TAU = 0.005
 ACTOR_LR = 1e-3

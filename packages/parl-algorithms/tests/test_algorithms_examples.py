@@ -40,6 +40,7 @@ TINY = {
     "a2c": (["--total-steps", "512"], 512, (8.0, 500.0)),
     "dqn": (["--total-steps", "1300"], 1300, (8.0, 500.0)),
     "dqn-double-dueling": (["--total-steps", "1300", "--double", "--dueling"], 1300, (8.0, 500.0)),
+    "dqn-paddle": (["--backend", "paddle", "--total-steps", "1300", "--double", "--dueling"], 1300, (8.0, 500.0)),
     "sac": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
     "td3": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
     "ddpg": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
@@ -51,8 +52,9 @@ def test_example_tiny_budget(case, tmp_path):
     args, steps, (low, high) = TINY[case]
     result = run_example(case.split("-")[0], tmp_path, *args, "--target-return", "1e9")
     check_summary(result, steps)
-    if case == "dqn-double-dueling":
+    if case in ("dqn-double-dueling", "dqn-paddle"):
         assert result["algorithm"] == "DDQN" and result["dueling"] is True
+        assert result["backend"] == ("paddle" if case == "dqn-paddle" else "torch")
     assert low <= result["eval_return_mean"] <= high
     assert result["reached"] is False
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())

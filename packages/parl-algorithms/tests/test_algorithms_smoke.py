@@ -1,39 +1,22 @@
-"""Every algorithm: a few learn steps on random data, weights round trip, save / restore resumes exactly."""
+"""Every algorithm on both backends: a few learn steps on random data, weights round trip, save / restore
+resumes exactly, sample shapes and per-algorithm behaviours. One test body per behaviour; the backend is a
+pytest parameter."""
 
 import math
 
 import numpy as np
 import pytest
-import torch
-from algo_models import (
-    ACT_DIM,
-    NUM_ACTIONS,
-    OBS_DIM,
-    DeterministicACModel,
-    DiscreteACModel,
-    GaussianACModel,
-    QModel,
-    SACModel,
-    TwinCriticModel,
-)
-
-import parl_algorithms as algs
-from parl_core.torch import Agent
+from algo_models import ACT_DIM, NUM_ACTIONS, OBS_DIM, a2c, ppo_batch, transition
 
 B = 8
 
 
 def _transition(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=(B, 1)) if discrete else rng.uniform(-1, 1, (B, ACT_DIM))
-    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), action.astype(np.int64 if discrete else np.float32),
-            rng.normal(size=(B, 1)).astype(np.float32), rng.normal(size=(B, OBS_DIM)).astype(np.float32),
-            (rng.random((B, 1)) < 0.2).astype(np.float32))
+    return transition(rng, discrete, B)
 
 
 def _ppo_batch(rng, discrete):
-    action = rng.integers(0, NUM_ACTIONS, size=B) if discrete else rng.normal(size=(B, ACT_DIM)).astype(np.float32)
-    f = lambda: rng.normal(size=B).astype(np.float32)  # noqa: E731
-    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), action, f(), f(), f() - 1.0, f())
+    return ppo_batch(rng, discrete, B)
 
 
 def _a2c_batch(rng):
@@ -41,39 +24,40 @@ def _a2c_batch(rng):
             rng.normal(size=B).astype(np.float32), rng.normal(size=B).astype(np.float32))
 
 
-def _pg_model():
-    class PGModel(QModel):
-        def forward(self, obs):
-            return torch.softmax(self.net(obs), -1)
-    return PGModel()
+def _a2c(M):
+    return a2c(M)
 
 
-# name -> (build algorithm, make a learn batch from a numpy Generator, predict output shape)
+# name -> (build the algorithm from the backend's models namespace, a learn batch from a numpy Generator,
+# predict output shape)
 CASES = {
-    "PolicyGradient": (lambda: algs.PolicyGradient(_pg_model(), lr=1e-2),
+    "PolicyGradient": (lambda M: M.algs.PolicyGradient(M.PGModel(), lr=1e-2),
                        lambda rng: (rng.normal(size=(B, OBS_DIM)).astype(np.float32),
                                     rng.integers(0, NUM_ACTIONS, size=B), rng.normal(size=B).astype(np.float32)),
                        (B, NUM_ACTIONS)),
-    "DQN": (lambda: algs.DQN(QModel(), gamma=0.99, lr=1e-2), lambda rng: _transition(rng, True), (B, NUM_ACTIONS)),
-    "DDQN": (lambda: algs.DDQN(QModel(), gamma=0.99, lr=1e-2, loss_type="huber"), lambda rng: _transition(rng, True),
-             (B, NUM_ACTIONS)),
-    "A2C": (lambda: algs.A2C(DiscreteACModel(), {"vf_loss_coeff": 0.5, "learning_rate": 1e-2}), _a2c_batch, (B,)),
-    "PPO-discrete": (lambda: algs.PPO(DiscreteACModel(), target_kl=None), lambda rng: _ppo_batch(rng, True), (B,)),
-    "PPO-continuous": (lambda: algs.PPO(GaussianACModel(), continuous_action=True),
+    "DQN": (lambda M: M.algs.DQN(M.QModel(), gamma=0.99, lr=1e-2), lambda rng: _transition(rng, True),
+            (B, NUM_ACTIONS)),
+    "DDQN": (lambda M: M.algs.DDQN(M.QModel(), gamma=0.99, lr=1e-2, loss_type="huber"),
+             lambda rng: _transition(rng, True), (B, NUM_ACTIONS)),
+    "A2C": (_a2c, _a2c_batch, (B,)),
+    "PPO-discrete": (lambda M: M.algs.PPO(M.DiscreteACModel(), target_kl=None), lambda rng: _ppo_batch(rng, True),
+                     (B,)),
+    "PPO-continuous": (lambda M: M.algs.PPO(M.GaussianACModel(), continuous_action=True),
                        lambda rng: _ppo_batch(rng, False), (B, ACT_DIM)),
-    "DDPG": (lambda: algs.DDPG(DeterministicACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3),
+    "DDPG": (lambda M: M.algs.DDPG(M.DeterministicACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3),
              lambda rng: _transition(rng, False), (B, ACT_DIM)),
-    "TD3": (lambda: algs.TD3(TwinCriticModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3),
+    "TD3": (lambda M: M.algs.TD3(M.TwinCriticModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3),
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
-    "SAC": (lambda: algs.SAC(SACModel(), gamma=0.99, tau=0.05, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3),
+    "SAC": (lambda M: M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.05, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3),
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
-    "SAC-auto-alpha": (lambda: algs.SAC(SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
-                                        with_automatic_entropy_tuning=True),
+    "SAC-auto-alpha": (lambda M: M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
+                                            with_automatic_entropy_tuning=True),
                        lambda rng: _transition(rng, False), (B, ACT_DIM)),
-    "CQL": (lambda: algs.CQL(SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3, policy_eval_start=2),
+    "CQL": (lambda M: M.algs.CQL(M.SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
+                                 policy_eval_start=2),
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
-    "CQL-lagrange-v2": (lambda: algs.CQL(SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
-                                         with_lagrange=True, min_q_version=2),
+    "CQL-lagrange-v2": (lambda M: M.algs.CQL(M.SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
+                                             with_lagrange=True, min_q_version=2),
                         lambda rng: _transition(rng, False), (B, ACT_DIM)),
 }
 
@@ -88,11 +72,11 @@ def _flat_weights(agent):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_learn_predict_and_weights_round_trip(name):
+def test_learn_predict_and_weights_round_trip(name, M):
     build, batch, pred_shape = CASES[name]
-    torch.manual_seed(0)
+    M.ops.seed(0)
     rng = np.random.default_rng(0)
-    agent = Agent(build())
+    agent = M.Agent(build(M))
     before = agent.alg.get_all_weights()
     obs = rng.normal(size=(B, OBS_DIM)).astype(np.float32)
     pred_before = agent.predict(obs)
@@ -110,53 +94,58 @@ def test_learn_predict_and_weights_round_trip(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_save_restore_resumes_identically(name, tmp_path):
+def test_save_restore_resumes_identically(name, M, tmp_path):
     build, batch, _ = CASES[name]
-    torch.manual_seed(1)
-    agent = Agent(build())
+    M.ops.seed(1)
+    agent = M.Agent(build(M))
     rng = np.random.default_rng(1)
     for _ in range(3):
         agent.learn(*batch(rng))
     agent.save(tmp_path / "ckpt.pt")
     next_batches = [batch(rng) for _ in range(3)]
-    torch.manual_seed(7)
+    M.ops.seed(7)
     expected = [_scalars(agent.learn(*b)) for b in next_batches]
     expected_w = _flat_weights(agent)
 
-    torch.manual_seed(2)
-    fresh = Agent(build())
+    M.ops.seed(2)
+    fresh = M.Agent(build(M))
     fresh.restore(tmp_path / "ckpt.pt")
-    torch.manual_seed(7)
+    M.ops.seed(7)
     got = [_scalars(fresh.learn(*b)) for b in next_batches]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(_flat_weights(fresh), expected_w, rtol=1e-6, atol=1e-7)
 
 
-def test_sample_shapes():
-    torch.manual_seed(0)
-    obs = torch.randn(B, OBS_DIM)
-    value, action, logp, ent = algs.PPO(DiscreteACModel()).sample(obs)
-    assert value.shape == (B, 1) and action.shape == (B,) and logp.shape == (B,) and ent.shape == (B,)
-    value, action, logp, ent = algs.PPO(GaussianACModel(), continuous_action=True).sample(obs)
-    assert action.shape == (B, ACT_DIM) and logp.shape == (B,)
-    action, logp = algs.SAC(SACModel(), gamma=0.99, tau=0.005, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3).sample(obs)
-    assert action.shape == (B, ACT_DIM) and logp.shape == (B, 1) and bool((action.abs() <= 1).all())
-    action, value = algs.A2C(DiscreteACModel()).sample(obs)
-    assert action.shape == (B,) and value.shape == (B,)
-    dqn = algs.DQN(QModel(), gamma=0.9, lr=1e-3)
-    greedy = dqn.predict(obs).argmax(1)
-    assert torch.equal(dqn.sample(obs, epsilon=0.0), greedy)
-    assert set(dqn.sample(obs.repeat(50, 1), epsilon=1.0).tolist()) == set(range(NUM_ACTIONS))
+def test_sample_shapes(M):
+    M.ops.seed(0)
+    obs = np.random.default_rng(0).normal(size=(B, OBS_DIM)).astype(np.float32)
+    shape = lambda t: tuple(M.ops.numpy(t).shape)  # noqa: E731
+    value, action, logp, ent = M.algs.PPO(M.DiscreteACModel()).sample(obs)
+    assert shape(value) == (B, 1) and shape(action) == (B,) and shape(logp) == (B,) and shape(ent) == (B,)
+    value, action, logp, ent = M.algs.PPO(M.GaussianACModel(), continuous_action=True).sample(obs)
+    assert shape(action) == (B, ACT_DIM) and shape(logp) == (B,)
+    sac = M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.005, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3)
+    action, logp = sac.sample(obs)
+    assert shape(action) == (B, ACT_DIM) and shape(logp) == (B, 1) and bool((np.abs(M.ops.numpy(action)) <= 1).all())
+    action, value = _a2c(M).sample(obs)
+    assert shape(action) == (B,) and shape(value) == (B,)
+    dqn = M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3)
+    greedy = M.ops.numpy(dqn.predict(obs)).argmax(1)
+    np.testing.assert_array_equal(M.ops.numpy(dqn.sample(obs, epsilon=0.0)), greedy)
+    assert set(M.ops.numpy(dqn.sample(np.repeat(obs, 50, axis=0), epsilon=1.0)).tolist()) == set(range(NUM_ACTIONS))
 
 
-def test_ppo_diagnostics_and_kl_early_stop():
-    torch.manual_seed(0)
-    alg = algs.PPO(DiscreteACModel(), initial_lr=0.5, target_kl=0.01)
-    rng = np.random.default_rng(0)
-    batch = [torch.as_tensor(x) for x in _ppo_batch(rng, True)]
-    with torch.no_grad():
-        _, action, logp, _ = alg.sample(batch[0])
-    batch[1], batch[4] = action, logp.clone()
+def _ppo_on_policy_batch(M, alg):
+    batch = _ppo_batch(np.random.default_rng(0), True)
+    _, action, logp, _ = alg.sample(batch[0])
+    batch[1], batch[4] = M.ops.numpy(action), M.ops.numpy(logp).copy()
+    return batch
+
+
+def test_ppo_diagnostics_and_kl_early_stop(M):
+    M.ops.seed(0)
+    alg = M.algs.PPO(M.DiscreteACModel(), initial_lr=0.5, target_kl=0.01)
+    batch = _ppo_on_policy_batch(M, alg)
     value_loss, action_loss, entropy = alg.learn(*batch)
     assert isinstance(value_loss, float) and isinstance(entropy, float)
     assert alg.last_info["train/approx_kl"] == pytest.approx(0.0, abs=1e-6)  # same policy before the step
@@ -172,25 +161,23 @@ def test_ppo_diagnostics_and_kl_early_stop():
     assert all(np.array_equal(weights[k], after[k]) for k in weights)
 
 
-def test_ppo_last_info_describes_the_last_learn_call():
-    # last_info's approx-KL / clip fraction are computed when read: they must still be those of the last learn
-    from parl_algorithms.torch import functional
+def test_ppo_last_info_describes_the_last_learn_call(M):
+    import importlib
 
-    torch.manual_seed(0)
-    alg = algs.PPO(DiscreteACModel(), initial_lr=0.05, clip_param=0.1)
+    functional = importlib.import_module(f"parl_algorithms.{M.ops.name}.functional")
+    M.ops.seed(0)
+    alg = M.algs.PPO(M.DiscreteACModel(), initial_lr=0.05, clip_param=0.1)
     assert alg.last_info == {}
-    rng = np.random.default_rng(0)
-    batch = [torch.as_tensor(x) for x in _ppo_batch(rng, True)]
-    with torch.no_grad():
-        _, action, logp, _ = alg.sample(batch[0])
-    batch[1], batch[4] = action, logp.clone()
+    batch = _ppo_on_policy_batch(M, alg)
     alg.learn(*batch)
     alg.learn(*batch)
-    with torch.no_grad():  # the policy the third learn sees (before its step)
-        new_logp = alg._log_prob_entropy(alg._policy(batch[0]), action)[0]
+    obs, action = batch[0], batch[1]
+    policy = alg._policy(_tensor(M, obs))  # the policy the third learn sees (before its step)
+    new_logp = alg._log_prob_entropy(policy, _tensor(M, action))[0].detach()
     value_loss, _, _ = alg.learn(*batch)
     alg.clip_param = 0.5  # a later change must not alter the recorded diagnostics
     info = alg.last_info
+    logp = _tensor(M, batch[4])
     assert info["train/value_loss"] == value_loss
     assert info["train/approx_kl"] == pytest.approx(float(functional.approx_kl(new_logp, logp)), rel=1e-5)
     assert info["train/approx_kl"] > 0
@@ -199,28 +186,37 @@ def test_ppo_last_info_describes_the_last_learn_call():
     assert alg.last_info is info  # computed once per learn
 
 
-def test_td3_delays_actor_and_sac_tunes_alpha():
+def _tensor(M, array):
+    if M.ops.name == "torch":
+        import torch
+
+        return torch.as_tensor(array)
+    import paddle
+
+    return paddle.to_tensor(array)
+
+
+def test_td3_delays_actor_and_sac_tunes_alpha(M):
     rng = np.random.default_rng(0)
-    td3 = algs.TD3(TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, policy_freq=2)
-    actor0 = [p.detach().clone() for p in td3.model.get_actor_params()]
-    td3.learn(*[torch.as_tensor(x) for x in _transition(rng, False)])
-    assert all(torch.equal(a, p) for a, p in zip(actor0, td3.model.get_actor_params(), strict=True))
-    td3.learn(*[torch.as_tensor(x) for x in _transition(rng, False)])
-    assert not all(torch.equal(a, p) for a, p in zip(actor0, td3.model.get_actor_params(), strict=True))
+    td3 = M.algs.TD3(M.TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, policy_freq=2)
+    actor = lambda: [M.ops.numpy(p).copy() for p in td3.model.get_actor_params()]  # noqa: E731
+    actor0 = actor()
+    td3.learn(*_transition(rng, False))
+    assert all(np.array_equal(a, p) for a, p in zip(actor0, actor(), strict=True))
+    td3.learn(*_transition(rng, False))
+    assert not all(np.array_equal(a, p) for a, p in zip(actor0, actor(), strict=True))
     assert td3.total_it == 2
 
-    sac = algs.SAC(SACModel(), gamma=0.99, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, alpha=0.5,
-                   with_automatic_entropy_tuning=True)
-    sac.learn(*[torch.as_tensor(x) for x in _transition(rng, False)])
+    sac = M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, alpha=0.5,
+                     with_automatic_entropy_tuning=True)
+    sac.learn(*_transition(rng, False))
     assert sac.alpha != 0.5 and sac.last_info["train/alpha"] == sac.alpha
 
 
-def test_sync_target_is_polyak_average_and_state_has_no_extra_tensors():
-    torch.manual_seed(0)
-    alg = algs.TD3(TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-3, critic_lr=1e-3)
-    with torch.no_grad():
-        for p in alg.model.parameters():
-            p.add_(1.0)
+def test_sync_target_is_polyak_average_and_state_has_no_extra_tensors(M):
+    M.ops.seed(0)
+    alg = M.algs.TD3(M.TwinCriticModel(), gamma=0.99, tau=0.1, actor_lr=1e-3, critic_lr=1e-3)
+    alg.model.set_weights({k: v + 1.0 for k, v in alg.model.get_weights().items()})
     before_t = {k: v.copy() for k, v in alg.target_model.get_weights().items()}
     source = alg.model.get_weights()
     alg.sync_target()  # decay = 1 - tau = 0.9
@@ -232,3 +228,13 @@ def test_sync_target_is_polyak_average_and_state_has_no_extra_tensors():
         np.testing.assert_array_equal(v, source[k])
     assert set(alg.state_dict()) == {"model", "target_model", "actor_optimizer", "critic_optimizer", "total_it",
                                      "_last_actor_loss"}
+
+
+def test_dqn_predict_takes_one_unbatched_observation_as_parls_examples_pass(M):
+    # PARL 2.2.1's examples/DQN/cartpole_agent.py calls alg.predict(paddle.to_tensor(obs)) on obs [obs_dim]
+    dqn = M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3)
+    obs = np.random.default_rng(0).normal(size=(3, OBS_DIM)).astype(np.float32)
+    batched = M.ops.numpy(dqn.predict(obs))
+    single = M.ops.numpy(dqn.predict(obs[1]))
+    assert single.shape == (NUM_ACTIONS,)
+    np.testing.assert_allclose(single, batched[1], rtol=1e-6)

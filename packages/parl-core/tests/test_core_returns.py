@@ -2,9 +2,7 @@
 
 import numpy as np
 import pytest
-from torch import nn
 
-import parl_core
 from parl_core.utils import calc_discount_sum_rewards, calc_gae, check_model_method, compute_gae, discounted_returns
 
 
@@ -93,21 +91,19 @@ def test_returns_do_not_modify_inputs():
     np.testing.assert_array_equal(rewards, [1.0, 2.0])
 
 
-class NoForward(parl_core.Model):
-    def value(self, obs):
-        return obs
+def test_check_model_method(backend):
+    class NoForward(backend.core.Model):
+        def value(self, obs):
+            return obs
 
+    class WithForward(backend.core.Model):
+        def __init__(self):
+            super().__init__()
+            self.fc = backend.Linear(2, 1)
 
-class WithForward(parl_core.Model):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(2, 1)
+        def forward(self, obs):
+            return self.fc(obs)
 
-    def forward(self, obs):
-        return self.fc(obs)
-
-
-def test_check_model_method():
     check_model_method(WithForward(), "forward", "PG")
     check_model_method(NoForward(), "value", "A2C")
     with pytest.raises(ValueError, match="PG needs the model to define `forward`"):

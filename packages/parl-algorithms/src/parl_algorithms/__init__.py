@@ -1,7 +1,9 @@
-"""parl_algorithms: PARL's single-process algorithm zoo on PyTorch.
+"""parl_algorithms: PARL's single-process algorithm zoo on PyTorch and PaddlePaddle.
 
-``import parl_algorithms`` imports no deep-learning framework; the classes resolve lazily:
-``parl_algorithms.DQN`` imports ``parl_algorithms.torch.dqn`` on first access.
+``import parl_algorithms`` imports no deep-learning framework; the classes resolve lazily.
+``parl_algorithms.DQN`` is the class of the selected backend (``parl_core.get_backend()``: the
+``PARL_BACKEND`` environment variable, else the installed framework, paddle when both are, as PARL);
+``parl_algorithms.torch.DQN`` and ``parl_algorithms.paddle.DQN`` pin a framework whatever the default.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``, ``DDPG``, ``TD3``,
 ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
@@ -10,11 +12,12 @@ Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``,
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "3.0.0"
 
-# class name -> module (under parl_algorithms.torch) that defines it
+# class name -> module (under parl_algorithms.torch / parl_algorithms.paddle) that defines it
 _ALGORITHMS: dict[str, str] = {
     "PolicyGradient": "policy_gradient",
     "DQN": "dqn",
@@ -34,19 +37,45 @@ _ALGORITHMS: dict[str, str] = {
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
 
+_FRAMEWORK = {"torch": "torch", "paddle": "paddle"}
 
-def __getattr__(name: str) -> Any:
+
+def load_algorithm(backend: str, name: str) -> Any:
+    """The class ``name`` of ``parl_algorithms.<backend>`` (``"torch"`` or ``"paddle"``).
+
+    Raises:
+        AttributeError: ``name`` is not an algorithm of the zoo.
+        ImportError: the backend's framework is not installed, or the algorithm has no implementation on
+            that backend; the message names the fix.
+    """
     module = _ALGORITHMS.get(name)
     if module is None:
-        raise AttributeError(f"module 'parl_algorithms' has no attribute {name!r}")
+        raise AttributeError(f"module 'parl_algorithms.{backend}' has no attribute {name!r}")
     try:
-        impl = importlib.import_module(f"parl_algorithms.torch.{module}")
+        impl = importlib.import_module(f"parl_algorithms.{backend}.{module}")
     except ModuleNotFoundError as err:
-        if err.name != "torch":
+        if err.name == _FRAMEWORK[backend]:
+            raise ImportError(f"parl_algorithms.{backend}.{name} runs on {backend}, which is not installed; install "
+                              f"it with `pip install 'parl-algorithms[{backend}]'`") from err
+        if err.name != f"parl_algorithms.{backend}.{module}":
             raise
-        raise ImportError(f"parl_algorithms.{name} runs on PyTorch, which is not installed; "
-                          "install it with `pip install 'parl-algorithms[torch]'`") from err
-    value = getattr(impl, name)
+        other = "paddle" if backend == "torch" else "torch"
+        raise ImportError(f"{name} has no {backend} implementation in this release; use "
+                          f"parl_algorithms.{other}.{name} (or `export PARL_BACKEND={other}`)") from err
+    return getattr(impl, name)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _ALGORITHMS:
+        raise AttributeError(f"module 'parl_algorithms' has no attribute {name!r}")
+    from parl_core.backend import get_backend
+
+    backend = get_backend()
+    if importlib.util.find_spec(_FRAMEWORK[backend]) is not None:
+        from parl_core.backend import backend_module
+
+        backend_module()  # fixes the process's backend, as parl_core.Model does
+    value = load_algorithm(backend, name)
     globals()[name] = value
     return value
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_model_method", "as_float_tensor"]
+__all__ = ["check_model_method", "as_float_tensor", "positive", "unit_interval"]
 
 
 def check_model_method(model: Any, method: str, algo_name: str) -> None:
@@ -59,3 +59,16 @@ def as_float_tensor(value: Any, name: str, device: Any = None) -> Any:
         raise TypeError(f"{name} must be numeric, got dtype {array.dtype}; pass np.asarray(x, dtype=np.float32)")
     return torch.as_tensor(array, dtype=torch.float32, device=device)
 
+
+def positive(value: Any, name: str, algo: str, example: str) -> float:
+    """Return ``float(value)`` or raise ``ValueError`` when it is missing or not > 0."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{algo} needs {name} > 0, got {name}={value!r}; e.g. {algo}(model, {name}={example})")
+    return float(value)
+
+
+def unit_interval(value: Any, name: str, algo: str, example: str) -> float:
+    """Return ``float(value)`` or raise ``ValueError`` when it is missing or outside ``[0, 1]``."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{algo} needs {name} in [0, 1], got {name}={value!r}; e.g. {algo}(model, {name}={example})")
+    return float(value)

@@ -12,7 +12,9 @@ from typing import Any
 def reexport(namespace: dict[str, Any], target: str) -> Callable[[str], Any]:
     """Fill ``namespace`` (a facade module's globals) with the public names of package ``target``.
 
-    Public names are ``target.__all__`` (or its non-underscore attributes). Each public submodule
+    Public names are ``target.__all__`` (or its non-underscore attributes), resolved on first access
+    (so ``import parl.algorithms`` imports no framework, and an algorithm that the selected backend lacks
+    raises only when it is used). Each public submodule
     ``target.X`` is registered as ``<facade>.X`` in ``sys.modules``, so ``import parl.utils.summary``
     yields the very module object ``parl_core.utils.summary`` (one module, one state), not a copy.
 
@@ -25,7 +27,6 @@ def reexport(namespace: dict[str, Any], target: str) -> Callable[[str], Any]:
     """
     impl = importlib.import_module(target)
     names = list(getattr(impl, "__all__", [n for n in vars(impl) if not n.startswith("_")]))
-    namespace.update({name: getattr(impl, name) for name in names})
     namespace["__all__"] = names
     facade = namespace["__name__"]
     for info in pkgutil.iter_modules(impl.__path__):
@@ -33,6 +34,8 @@ def reexport(namespace: dict[str, Any], target: str) -> Callable[[str], Any]:
             sys.modules.setdefault(f"{facade}.{info.name}", importlib.import_module(f"{target}.{info.name}"))
 
     def __getattr__(name: str) -> Any:
-        return getattr(impl, name)
+        value = getattr(impl, name)
+        namespace[name] = value
+        return value
 
     return __getattr__

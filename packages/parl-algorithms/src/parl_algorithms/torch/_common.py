@@ -9,21 +9,7 @@ from typing import Any
 import torch
 from torch.optim import optimizer as _torch_optimizer
 
-from parl_algorithms._validation import as_float_tensor
-
-
-def positive(value: Any, name: str, algo: str, example: str) -> float:
-    """Return ``float(value)`` or raise ``ValueError`` when it is missing or not > 0."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{algo} needs {name} > 0, got {name}={value!r}; e.g. {algo}(model, {name}={example})")
-    return float(value)
-
-
-def unit_interval(value: Any, name: str, algo: str, example: str) -> float:
-    """Return ``float(value)`` or raise ``ValueError`` when it is missing or outside ``[0, 1]``."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"{algo} needs {name} in [0, 1], got {name}={value!r}; e.g. {algo}(model, {name}={example})")
-    return float(value)
+from parl_algorithms._validation import as_float_tensor, positive, unit_interval  # noqa: F401 (re-exported)
 
 
 def obs_batch(obs: Any, algo: str) -> torch.Tensor:

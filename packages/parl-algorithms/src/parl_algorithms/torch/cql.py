@@ -77,6 +77,11 @@ class CQL(SAC):
         q1, q2 = two_q(self.model.value(obs_rep, actions), "CQL")
         return q1.view(batch, -1), q2.view(batch, -1)
 
+    @staticmethod
+    def _random_actions(n: int, act_dim: int, like: torch.Tensor) -> torch.Tensor:
+        """``n`` actions drawn uniformly from ``[-1, 1]^act_dim``: float32 ``[n, act_dim]``."""
+        return torch.empty(n, act_dim, device=like.device).uniform_(-1.0, 1.0)
+
     def _critic_loss(self, obs, action, reward, next_obs, terminal):
         with torch.no_grad():
             next_action, _ = self._sample(next_obs)
@@ -87,7 +92,7 @@ class CQL(SAC):
         bellman = F.mse_loss(q1, target) + F.mse_loss(q2, target)
 
         batch, act_dim, k = obs.shape[0], action.shape[1], self.num_random
-        random_actions = torch.empty(batch * k, act_dim, device=obs.device).uniform_(-1.0, 1.0)
+        random_actions = self._random_actions(batch * k, act_dim, obs)
         obs_rep = obs.repeat_interleave(k, dim=0)
         next_obs_rep = next_obs.repeat_interleave(k, dim=0)
         with torch.no_grad():

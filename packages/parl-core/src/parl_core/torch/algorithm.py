@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 
+from parl_core._algorithm_base import AlgorithmBase
 from parl_core.torch.model import Model
 
 __all__ = ["Algorithm"]
@@ -15,7 +15,7 @@ __all__ = ["Algorithm"]
 _StateHolder = (Model, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
 
 
-class Algorithm:
+class Algorithm(AlgorithmBase):
     """Base class of an algorithm: defines ``learn``, ``predict`` and ``sample`` over ``self.model``.
 
     Every ``Model`` attribute of the algorithm (``self.model``, ``self.target_model``, models inside a
@@ -32,89 +32,17 @@ class Algorithm:
     """
 
     checkpoint_attrs: tuple[str, ...] = ()
+    _model_type = Model
 
     def __init__(self, model: Model | None = None) -> None:
         if model is not None and not isinstance(model, Model):
+            if any(cls.__module__.startswith(("paddle", "parl_core.paddle")) for cls in type(model).__mro__):
+                raise TypeError(f"{type(self).__name__} is a PyTorch algorithm but got the paddle model "
+                                f"{type(model).__name__}; build it on parl_core.torch.Model (torch.nn layers), or "
+                                "use the paddle algorithm (parl_algorithms.paddle, export PARL_BACKEND=paddle)")
             raise TypeError(f"{type(self).__name__} expects a parl.Model (a torch.nn.Module subclass of "
                             f"parl.Model), got {type(model).__name__}; define `class MyModel(parl.Model)`")
         self.model = model
-
-    # -- the algorithm's interface -------------------------------------------------------------
-    def learn(self, *args: Any, **kwargs: Any) -> Any:
-        """Update the model(s) from a batch; defined by each algorithm."""
-        raise NotImplementedError(f"{type(self).__name__} does not define learn()")
-
-    def predict(self, *args: Any, **kwargs: Any) -> Any:
-        """Return the greedy / deterministic output for evaluation; defined by each algorithm."""
-        raise NotImplementedError(f"{type(self).__name__} does not define predict()")
-
-    def sample(self, *args: Any, **kwargs: Any) -> Any:
-        """Return an exploratory output for data collection; defined by each algorithm."""
-        raise NotImplementedError(f"{type(self).__name__} does not define sample()")
-
-    # -- the models it owns ------------------------------------------------------------------------
-    def _named(self, kinds: tuple[type, ...]) -> Iterator[tuple[str, Any]]:
-        """Yield ``(key, obj)`` for attributes of the given kinds, one level into containers."""
-        for attr, value in vars(self).items():
-            if isinstance(value, kinds):
-                yield attr, value
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, kinds):
-                        yield f"{attr}.{i}", item
-            elif isinstance(value, Mapping):
-                for key, item in value.items():
-                    if isinstance(item, kinds):
-                        yield f"{attr}.{key}", item
-
-    def models(self) -> dict[str, Model]:
-        """Every model the algorithm owns, by attribute name (``"model"``, ``"target_model"``, ...)."""
-        return dict(self._named((Model,)))
-
-    def get_weights(self) -> dict[str, np.ndarray]:
-        """Weights of the main model ``self.model`` (PARL's ``Algorithm.get_weights``).
-
-        Returns:
-            ``{parameter name: np.ndarray}``, the model's ``state_dict`` as numpy arrays. Target
-            networks are not included (as in PARL); :meth:`get_all_weights` has every model.
-
-        Raises:
-            ValueError: the algorithm has no ``self.model`` (use :meth:`get_all_weights`).
-        """
-        if self.model is None:
-            raise ValueError(f"{type(self).__name__} has no self.model; use get_all_weights() for the weights of "
-                             f"the models it owns ({sorted(self.models())})")
-        return self.model.get_weights()
-
-    def get_all_weights(self) -> dict[str, dict[str, np.ndarray]]:
-        """Weights of every model the algorithm owns, target networks included.
-
-        Returns:
-            ``{attribute: {name: np.ndarray}}``, e.g. ``{"model": ..., "target_model": ...}``.
-        """
-        return {key: model.get_weights() for key, model in self.models().items()}
-
-    def set_weights(self, weights: Mapping[str, Any]) -> None:
-        """Load weights from :meth:`get_weights` (into ``self.model``) or :meth:`get_all_weights` (every model).
-
-        Raises:
-            TypeError: ``weights`` is not a mapping.
-            ValueError: a model is missing or unexpected, or a model's keys / shapes differ.
-        """
-        if not isinstance(weights, Mapping):
-            raise TypeError(f"set_weights expects the dict returned by get_weights(), got {type(weights).__name__}")
-        if not weights or not all(isinstance(value, Mapping) for value in weights.values()):
-            if self.model is None:
-                raise ValueError(f"{type(self).__name__} has no self.model to load {{name: array}} weights into; "
-                                 "pass the output of get_all_weights()")
-            self.model.set_weights(weights)
-            return
-        models = self.models()
-        if set(weights) != set(models):
-            raise ValueError(f"{type(self).__name__}.set_weights: weights cover models {sorted(weights)}, the "
-                             f"algorithm owns {sorted(models)}; pass the output of get_all_weights()")
-        for key, model in models.items():
-            model.set_weights(weights[key])
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

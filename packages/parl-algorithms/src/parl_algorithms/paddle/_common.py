@@ -1,0 +1,165 @@
+"""Helpers shared by the paddle algorithms: argument checks, batch-shape normalisation, Adam."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import paddle
+
+from parl_algorithms._validation import positive, unit_interval
+from parl_core.paddle.algorithm import optimizer_parameters
+
+__all__ = ["positive", "unit_interval", "as_float", "obs_batch", "column", "discrete_actions",
+           "continuous_actions", "two_q", "flat_q", "adam", "set_lr", "readable_shape_errors",
+           "optimizer_parameters"]
+
+
+def as_float(value: Any, name: str) -> paddle.Tensor:
+    """float32 paddle tensor from a tensor / numpy array / list.
+
+    Raises:
+        TypeError: ``value`` is not numeric.
+    """
+    if isinstance(value, paddle.Tensor):
+        return value if value.dtype == paddle.float32 else value.astype("float32")
+    array = np.asarray(value)
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise TypeError(f"{name} must be numeric, got dtype {array.dtype}; pass np.asarray(x, dtype=np.float32)")
+    return paddle.to_tensor(array.astype(np.float32))
+
+
+def obs_batch(obs: Any, algo: str) -> paddle.Tensor:
+    """float32 ``[B, *obs_shape]``; a single observation must be batched by the caller."""
+    obs = as_float(obs, "obs")
+    if obs.ndim < 2:
+        raise ValueError(f"{algo}: obs must be a batch [B, *obs_shape], got shape {tuple(obs.shape)}; "
+                         "add a batch axis with obs[None] / np.expand_dims(obs, 0)")
+    return obs
+
+
+def _tensor(value: Any) -> paddle.Tensor:
+    return value if isinstance(value, paddle.Tensor) else paddle.to_tensor(np.asarray(value))
+
+
+def column(value: Any, name: str, batch: int, algo: str, dtype: str = "float32") -> paddle.Tensor:
+    """Accept ``[B]`` or ``[B, 1]`` and return ``[B]`` of ``dtype``."""
+    tensor = _tensor(value)
+    if tensor.ndim == 2 and tensor.shape[1] == 1:
+        tensor = tensor.squeeze(1)
+    if tensor.ndim != 1 or tensor.shape[0] != batch:
+        raise ValueError(f"{algo}: {name} must have shape [B] or [B, 1] with B={batch} (the batch size of obs), "
+                         f"got {tuple(tensor.shape)}")
+    return tensor.astype(dtype)
+
+
+def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> paddle.Tensor:
+    """int64 ``[B]`` action indices in ``[0, num_actions)``.
+
+    Raises:
+        ValueError: the actions are not integer indices of one discrete action per row, or out of range.
+    """
+    tensor = _tensor(action)
+    hint = "for a continuous (Box) action space use DDPG, TD3, SAC or PPO(continuous_action=True)"
+    if tensor.dtype in (paddle.float16, paddle.float32, paddle.float64) and \
+            not bool(paddle.equal_all(tensor, paddle.round(tensor))):
+        raise ValueError(f"{algo} is for discrete action spaces: action must hold integer indices [B], got "
+                         f"fractional values; {hint}")
+    if tensor.ndim == 2 and tensor.shape[1] == 1:
+        tensor = tensor.squeeze(1)
+    if tensor.ndim != 1 or tensor.shape[0] != batch:
+        raise ValueError(f"{algo}: action must be discrete indices of shape [B] or [B, 1] with B={batch}, got "
+                         f"{tuple(tensor.shape)}; {hint}")
+    tensor = tensor.astype("int64")
+    low, high = int(tensor.min()), int(tensor.max())
+    if low < 0 or high >= num_actions:
+        raise ValueError(f"{algo}: action indices must lie in [0, {num_actions}) (the model's output size), got "
+                         f"range [{low}, {high}]")
+    return tensor
+
+
+def continuous_actions(action: Any, batch: int, algo: str) -> paddle.Tensor:
+    """float32 ``[B, act_dim]`` continuous actions.
+
+    Raises:
+        ValueError: the actions are a vector of indices (a Discrete action space) or the shape does not fit.
+    """
+    tensor = as_float(action, "action")
+    if tensor.ndim != 2 or tensor.shape[0] != batch:
+        raise ValueError(f"{algo} is for continuous (Box) action spaces: action must be float32 [B={batch}, "
+                         f"act_dim], got {tuple(tensor.shape)}; for a Discrete action space use DQN, A2C or PPO "
+                         "(continuous_action=False)")
+    return tensor
+
+
+def flat_q(q: paddle.Tensor, algo: str) -> paddle.Tensor:
+    """``[B, 1]`` or ``[B]`` -> ``[B]``."""
+    if q.ndim == 2 and q.shape[1] == 1:
+        return q.squeeze(1)
+    if q.ndim != 1:
+        raise ValueError(f"{algo}: the critic must return Q values of shape [B] or [B, 1], got {tuple(q.shape)}")
+    return q
+
+
+def two_q(output: Any, algo: str) -> tuple[paddle.Tensor, paddle.Tensor]:
+    """Unpack ``model.value(obs, action)`` returning two critics ``(Q1, Q2)``, each ``[B]`` or ``[B, 1]``."""
+    if not (isinstance(output, (tuple, list)) and len(output) == 2):
+        raise ValueError(f"{algo} needs model.value(obs, action) to return a pair (Q1, Q2) of twin critics, "
+                         f"got {type(output).__name__}")
+    return flat_q(output[0], algo), flat_q(output[1], algo)
+
+
+def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None,
+         global_norm: bool = True) -> paddle.optimizer.Adam:
+    """``paddle.optimizer.Adam`` (PARL's optimizer), optionally with gradient clipping.
+
+    Args:
+        params: the parameters to update.
+        lr: learning rate (> 0).
+        eps: Adam's epsilon.
+        max_grad_norm: clip gradients to this L2 norm; ``None`` does not clip.
+        global_norm: clip the norm of all gradients together (``ClipGradByGlobalNorm``) rather than each
+            tensor's (``ClipGradByNorm``, PARL's PPO).
+    """
+    clip = None
+    if max_grad_norm is not None:
+        clip = (paddle.nn.ClipGradByGlobalNorm if global_norm else paddle.nn.ClipGradByNorm)(float(max_grad_norm))
+    return paddle.optimizer.Adam(learning_rate=lr, parameters=list(params), epsilon=eps, grad_clip=clip)
+
+
+def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
+    """Set a (float) learning rate for the next steps."""
+    optimizer.set_lr(float(lr))
+
+
+def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor) -> None:
+    """``clear_grad``, ``backward``, ``step``."""
+    optimizer.clear_grad()
+    loss.backward()
+    optimizer.step()
+
+
+_SHAPE_ERROR_HINTS = ("shape", "dimension", "Dims", "mismatch", "must be equal")
+
+
+def readable_shape_errors(method: Callable) -> Callable:
+    """Turn paddle's shape ``ValueError`` raised inside the user's model into one that names the algorithm
+    method, the input shapes and the fix (e.g. obs of the wrong feature size)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (ValueError, RuntimeError) as err:
+            message = str(err)
+            if message.startswith(type(self).__name__) or not any(h in message for h in _SHAPE_ERROR_HINTS):
+                raise
+            shapes = ", ".join(str(tuple(a.shape)) for a in (*args, *kwargs.values()) if hasattr(a, "shape"))
+            raise ValueError(f"{type(self).__name__}.{method.__name__}: the model rejected inputs of shapes "
+                             f"[{shapes}] ({message.strip().splitlines()[-1]}); pass obs as [B, *obs_shape] with "
+                             "the observation shape the model was built for, and actions / rewards shaped as "
+                             "the method documents") from err
+
+    return wrapper

@@ -1,0 +1,99 @@
+"""Shared base of the paddle off-policy actor-critic algorithms (DDPG, TD3, SAC, CQL)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import paddle
+
+from parl_algorithms._validation import check_model_method
+from parl_algorithms.paddle._common import (
+    adam,
+    column,
+    continuous_actions,
+    obs_batch,
+    optimizer_parameters,
+    positive,
+    readable_shape_errors,
+    unit_interval,
+)
+from parl_core.paddle import Algorithm, Model
+
+
+class OffPolicyActorCritic(Algorithm):
+    """Target network, actor / critic Adam optimizers and batch checks for continuous control.
+
+    The model must define ``policy(obs)``, ``value(obs, action)``, ``get_actor_params()`` and
+    ``get_critic_params()`` (PARL's contract; subclasses may require more).
+    """
+
+    required_methods: tuple[str, ...] = ("value", "policy", "get_actor_params", "get_critic_params")
+
+    def __init__(self, model: Model, gamma: float | None, tau: float | None, actor_lr: float | None,
+                 critic_lr: float | None) -> None:
+        super().__init__(model)
+        name = type(self).__name__
+        for method in self.required_methods:
+            check_model_method(model, method, name)
+        self.gamma = unit_interval(gamma, "gamma", name, "0.99")
+        self.tau = unit_interval(tau, "tau", name, "0.005")
+        self.actor_lr = positive(actor_lr, "actor_lr", name, "3e-4")
+        self.critic_lr = positive(critic_lr, "critic_lr", name, "3e-4")
+        self.target_model = copy.deepcopy(model)
+        for param in self.target_model.parameters():
+            param.stop_gradient = True
+        self.actor_optimizer = adam(self.model.get_actor_params(), lr=self.actor_lr)
+        self.critic_optimizer = adam(self.model.get_critic_params(), lr=self.critic_lr)
+        self.last_info: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def frozen_critic(self) -> Iterator[None]:
+        """Within the block the critic's parameters need no gradient (the actor step backpropagates
+        through the critic to the action only)."""
+        params = optimizer_parameters(self.critic_optimizer)
+        flags = [p.stop_gradient for p in params]
+        for p in params:
+            p.stop_gradient = True
+        try:
+            yield
+        finally:
+            for p, flag in zip(params, flags, strict=True):
+                p.stop_gradient = flag
+
+    def _batch(self, obs: Any, action: Any, reward: Any, next_obs: Any, terminal: Any) -> tuple[paddle.Tensor, ...]:
+        name = type(self).__name__
+        obs, next_obs = obs_batch(obs, name), obs_batch(next_obs, name)
+        if next_obs.shape != obs.shape:
+            raise ValueError(f"{name}: next_obs {tuple(next_obs.shape)} must have the shape of obs {tuple(obs.shape)}")
+        batch = obs.shape[0]
+        return (obs, continuous_actions(action, batch, name), column(reward, "reward", batch, name), next_obs,
+                column(terminal, "terminal", batch, name))
+
+    def sync_target(self, decay: float | None = None) -> None:
+        """Soft-update the target network: ``target = decay * target + (1 - decay) * model``.
+
+        Args:
+            decay: defaults to ``1 - tau``.
+        """
+        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else float(decay))
+
+    def get_info(self) -> dict[str, Any]:
+        """Diagnostics of the last ``learn`` call (see ``last_info``)."""
+        return dict(self.last_info)
+
+
+class DeterministicActorCritic(OffPolicyActorCritic):
+    """Base of the deterministic-policy algorithms (DDPG, TD3): ``predict`` and ``sample`` are the policy."""
+
+    @readable_shape_errors
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
+        return self.model.policy(obs_batch(obs, type(self).__name__))
+
+    @readable_shape_errors
+    def sample(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
+        return self.predict(obs)

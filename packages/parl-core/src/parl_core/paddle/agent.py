@@ -1,0 +1,199 @@
+"""``Agent``: the numpy bridge between an environment and a paddle ``Algorithm``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import paddle
+
+from parl_core.paddle.algorithm import Algorithm
+from parl_core.paddle.model import Model
+
+__all__ = ["Agent"]
+
+CHECKPOINT_FORMAT = "parl-checkpoint-v1"
+
+
+def _to_tensor(value: Any, name: str) -> Any:
+    """numpy / number -> paddle tensor (float64 becomes float32); tensors and other objects pass through."""
+    if isinstance(value, (np.ndarray, np.generic, int, float, bool, list)):
+        array = np.asarray(value)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            raise TypeError(f"{name} must be a numeric numpy array, got dtype {array.dtype}; "
+                            "convert it with np.asarray(x, dtype=np.float32)")
+        return paddle.to_tensor(array)
+    return value
+
+
+def _to_numpy(value: Any) -> Any:
+    """tensor -> numpy (0-d tensors -> Python numbers); containers are converted element-wise."""
+    if isinstance(value, paddle.Tensor):
+        array = value.detach().numpy()
+        return array.item() if array.ndim == 0 else array
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    return value
+
+
+class Agent:
+    """Bridge between the environment and a paddle algorithm: numpy in, numpy out.
+
+    Same API as ``parl_core.torch.Agent``; the defaults convert every numpy argument to a paddle tensor
+    (float64 becomes float32), call the algorithm's method (``predict`` / ``sample`` under
+    ``paddle.no_grad()``), and convert tensors in the result back to numpy (0-d tensors to numbers).
+
+    Args:
+        algorithm: the algorithm to drive, a ``parl_core.paddle.Algorithm``.
+
+    Raises:
+        TypeError: ``algorithm`` is not a paddle ``parl.Algorithm``, or its ``model`` is not a paddle
+            ``parl.Model``.
+    """
+
+    def __init__(self, algorithm: Algorithm) -> None:
+        if not isinstance(algorithm, Algorithm):
+            raise TypeError(f"{type(self).__name__} expects a parl.Algorithm (parl_core.paddle.Algorithm), "
+                            f"got {type(algorithm).__name__}")
+        model = getattr(algorithm, "model", None)
+        if model is not None and not isinstance(model, Model):
+            raise TypeError(f"{type(algorithm).__name__}.model is a {type(model).__name__}, not a parl.Model; "
+                            "define the network as `class MyModel(parl.Model)`")
+        self.alg = algorithm
+        self.training = True
+
+    def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
+        args = tuple(_to_tensor(a, f"argument {i} of {method}()") for i, a in enumerate(args))
+        kwargs = {k: _to_tensor(v, f"argument {k!r} of {method}()") for k, v in kwargs.items()}
+        if method == "learn":
+            return _to_numpy(getattr(self.alg, method)(*args, **kwargs))
+        with paddle.no_grad():
+            return _to_numpy(getattr(self.alg, method)(*args, **kwargs))
+
+    def learn(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.learn`` with numpy arguments converted to tensors; return numpy."""
+        return self._call("learn", args, kwargs)
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.predict`` without gradients; return numpy."""
+        return self._call("predict", args, kwargs)
+
+    def sample(self, *args: Any, **kwargs: Any) -> Any:
+        """Call ``self.alg.sample`` without gradients; return numpy."""
+        return self._call("sample", args, kwargs)
+
+    # -- weights ---------------------------------------------------------------------------------
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Weights of the algorithm's main model, ``{name: np.ndarray}`` (PARL's; see ``Algorithm.get_weights``)."""
+        return self.alg.get_weights()
+
+    def set_weights(self, weights: dict[str, Any]) -> None:
+        """Load weights from ``get_weights`` or ``Algorithm.get_all_weights`` (see ``Algorithm.set_weights``)."""
+        self.alg.set_weights(weights)
+
+    # -- modes -----------------------------------------------------------------------------------
+    def train(self) -> None:
+        """Put every model of the algorithm in training mode (dropout, batch-norm updates)."""
+        for model in self.alg.models().values():
+            model.train()
+        self.training = True
+
+    def eval(self) -> None:
+        """Put every model of the algorithm in evaluation mode."""
+        for model in self.alg.models().values():
+            model.eval()
+        self.training = False
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def save(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
+        """Save a checkpoint with ``paddle.save``; parent directories are created.
+
+        Args:
+            save_path: the file to write.
+            model: if given, save only this model's ``state_dict`` (PARL's behaviour). By default the
+                file holds every model, optimizer (moments keyed by parameter position, so another
+                instance of the same agent can load them), scheduler and tensor of the algorithm, so
+                that :meth:`restore` resumes training exactly.
+
+        Raises:
+            TypeError: ``model`` is not a paddle ``parl.Model``.
+        """
+        save_path = os.fspath(save_path)
+        parent = os.path.dirname(save_path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        if model is not None:
+            if not isinstance(model, paddle.nn.Layer):
+                raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
+            paddle.save(model.state_dict(), save_path)
+            return
+        paddle.save({"format": CHECKPOINT_FORMAT, "algorithm": type(self.alg).__name__,
+                     "state": self.alg.state_dict()}, save_path)
+
+    def restore(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
+        """Load a checkpoint written by :meth:`save`.
+
+        Args:
+            save_path: the file written by ``save``.
+            model: if given, load a model-only checkpoint (``save(path, model)``) into this model.
+                A model-only file restored without ``model`` is loaded into ``self.alg.model``.
+
+        Raises:
+            FileNotFoundError: ``save_path`` does not exist.
+            ValueError: the file does not fit this agent's models.
+        """
+        save_path = os.fspath(save_path)
+        if not os.path.isfile(save_path):
+            raise FileNotFoundError(f"no checkpoint at {save_path!r}; write one with agent.save({save_path!r}) "
+                                    "or check the path")
+        checkpoint = paddle.load(save_path)
+        is_full = isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
+        if model is not None or not is_full:
+            if is_full:
+                raise ValueError(f"{save_path!r} is a full agent checkpoint; call restore(path) without "
+                                 "model=, or save a single model with save(path, model)")
+            (model if model is not None else self.alg.model).set_weights(checkpoint)
+            return
+        self.alg.load_state_dict(checkpoint["state"])
+
+    def save_inference_model(self, save_path: str | os.PathLike, input_shape_list: Sequence[Sequence[int | None]],
+                             input_dtype_list: Sequence[str], model: Model | None = None) -> None:
+        """Export a model's ``forward`` as a static inference program with ``paddle.jit.save`` (PARL's API).
+
+        The files ``save_path + ".pdmodel"`` / ``".pdiparams"`` (``.json`` on paddle >= 3 with PIR) load
+        with ``paddle.jit.load(save_path)`` and with EvoKit's ``load_inference_model``.
+
+        Args:
+            save_path: path prefix of the files to write; parent directories are created.
+            input_shape_list: one shape per ``forward`` input, e.g. ``[[None, 4]]`` (``None`` / -1: any size).
+            input_dtype_list: one dtype per input, e.g. ``["float32"]``.
+            model: the model to export; ``self.alg.model`` by default.
+
+        Raises:
+            ValueError: the model does not override ``forward``, or the two lists differ in length.
+        """
+        model = self.alg.model if model is None else model
+        if not isinstance(model, paddle.nn.Layer) or type(model).forward is paddle.nn.Layer.forward:
+            raise ValueError(f"save_inference_model exports model.forward; define `def forward(self, obs)` in "
+                             f"{type(model).__name__} (or pass model= a parl.Model that defines it)")
+        if len(input_shape_list) != len(input_dtype_list):
+            raise ValueError(f"save_inference_model: {len(input_shape_list)} input shapes but "
+                             f"{len(input_dtype_list)} dtypes; give one dtype per input, e.g. ['float32']")
+        specs = [paddle.static.InputSpec(shape=list(shape), dtype=dtype, name=f"input_{i}")
+                 for i, (shape, dtype) in enumerate(zip(input_shape_list, input_dtype_list, strict=True))]
+        save_path = os.fspath(save_path)
+        if os.path.dirname(save_path):
+            os.makedirs(os.path.dirname(save_path), exist_ok=True)
+        was_training = model.training
+        model.eval()
+        try:
+            paddle.jit.save(paddle.jit.to_static(model, input_spec=specs, full_graph=True), save_path)
+        finally:
+            if was_training:
+                model.train()
