@@ -48,7 +48,7 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-algorithms": ("torch>=2.1",),  # the algorithms are torch-backed (parl-core[torch]); pinned by constraints
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
-    "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0"),
+    "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     "parl": (),
 }
 
