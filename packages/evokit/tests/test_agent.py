@@ -129,7 +129,6 @@ def test_sampling_state_lets_another_agent_draw_the_masters_samples(make_config)
         worker.update(infos, [0.0, 1.0, 2.0])
 
 
-@pytest.mark.filterwarnings("ignore:No ccache found:UserWarning")
 def test_paddle_layer(tmp_path, make_config):
     paddle = pytest.importorskip("paddle")
     paddle.seed(0)
@@ -154,7 +153,6 @@ def test_paddle_layer(tmp_path, make_config):
     np.testing.assert_allclose(other.predict(x), agent.predict(x), rtol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore:No ccache found:UserWarning")
 def test_load_inference_model_reads_a_paddle_saved_directory(tmp_path, make_config):
     """The tutorial's flow: save an inference model with paddle, then ``ESAgent().load_inference_model(dir)``."""
     paddle = pytest.importorskip("paddle")
