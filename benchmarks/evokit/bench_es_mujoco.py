@@ -32,11 +32,15 @@ OURS = ROOT / "examples" / "es_mujoco" / "train.py"
 PEER = pathlib.Path(__file__).resolve().parent / "evotorch_mujoco.py"
 
 
-def _last_json(stdout: str) -> dict:
-    for line in reversed(stdout.strip().splitlines()):
+def _run(cmd: list[str]) -> dict:
+    """Run a benchmark subprocess; return the last JSON line it printed."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-3000:])
+    for line in reversed(proc.stdout.strip().splitlines()):
         if line.startswith("{"):
             return json.loads(line)
-    raise RuntimeError(f"no JSON result in the output:\n{stdout[-2000:]}")
+    raise RuntimeError(f"no JSON result in the output:\n{proc.stdout[-2000:]}")
 
 
 def run_ours(args: argparse.Namespace, actors: int) -> dict:
@@ -46,10 +50,7 @@ def run_ours(args: argparse.Namespace, actors: int) -> dict:
                str(args.popsize), "--logdir", logdir, "--no-progress", "--eval_interval", str(args.eval_interval)]
         if args.target is not None:
             cmd += ["--target_return", str(args.target)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(proc.stderr[-3000:])
-        return _last_json(proc.stdout)
+        return _run(cmd)
 
 
 def run_peer(args: argparse.Namespace) -> dict:
@@ -58,10 +59,7 @@ def run_peer(args: argparse.Namespace) -> dict:
            "--eval-interval", str(args.eval_interval)]
     if args.target is not None:
         cmd += ["--target", str(args.target)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(proc.stderr[-3000:])
-    return _last_json(proc.stdout)
+    return _run(cmd)
 
 
 def main() -> None:

@@ -15,31 +15,11 @@ import argparse
 import json
 import time
 
-import gymnasium as gym
-import numpy as np
 import psutil
 import torch
 from evotorch.algorithms import PGPE
 from evotorch.neuroevolution import GymNE
-
-
-def evaluate(problem: GymNE, center: torch.Tensor, env_name: str, episodes: int, seed: int) -> float:
-    """Mean return of the centre solution (the problem's observation normalisation applied, not updated)."""
-    policy = problem.to_policy(center)
-    env = gym.make(env_name)
-    returns = []
-    for ep in range(episodes):
-        obs, _ = env.reset(seed=seed + ep)
-        done, total = False, 0.0
-        while not done:
-            with torch.no_grad():
-                action = policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-            obs, reward, terminated, truncated, _ = env.step(np.clip(action, env.action_space.low,
-                                                                     env.action_space.high))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    return float(np.mean(returns))
+from evotorch_cartpole import evaluate  # the same evaluation loop (argmax or clipped actions)
 
 
 def main() -> None:
@@ -72,7 +52,8 @@ def main() -> None:
         steps = int(searcher.status["total_interaction_count"])
         if steps >= next_eval or steps >= args.max_env_steps:
             next_eval += args.eval_interval
-            eval_return = evaluate(problem, searcher.status["center"], args.env, args.eval_episodes, 10**7)
+            policy = problem.to_policy(searcher.status["center"])  # observation normalisation applied
+            eval_return = evaluate(policy, args.eval_episodes, 10**7, env_name=args.env)
             print(f"steps {steps}  eval {eval_return:.1f}  steps/s {steps / sampling_s:.0f}", flush=True)
             if args.target is not None and eval_return >= args.target:
                 reached = time.time() - psutil.Process().create_time()
