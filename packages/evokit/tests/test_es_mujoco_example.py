@@ -33,8 +33,9 @@ def _run(logdir: pathlib.Path, *extra: str, timeout: float = 150) -> subprocess.
 
 
 def test_tiny_run_with_two_actors_then_resume(tmp_path):
-    proc = _run(tmp_path / "a", "--actor_num", "2", "--max_env_steps", "6000", "--eval_interval", "3000",
-                "--eval_prob", "1.0", "--seed", "3")
+    config = tmp_path / "es.toml"  # PARL's names in a file; flags override it (min_episodes_per_batch 8)
+    config.write_text("max_env_steps = 6000\nmin_episodes_per_batch = 4\neval_prob = 1.0\n")
+    proc = _run(tmp_path / "a", "--config", str(config), "--actor_num", "2", "--eval_interval", "3000", "--seed", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     for key in ("eval_return_mean", "eval_episodes", "env_steps", "wall_s", "env_steps_per_s", "actor_cpu_split_s"):
@@ -88,8 +89,11 @@ def test_a_killed_actor_is_replaced_and_training_goes_on(tmp_path):
 @pytest.mark.parametrize("extra, fragments", [
     (["--env_name", "CartPole-v1"], ["Discrete action space", "continuous-control env"]),
     (["--noise_size", "5000"], ["--noise_size 5000 is too small", "use --noise_size"]),
+    (["--config", "{config}"], ["unknown hyper-parameters ['actor_nums']", "known: "]),
 ])
 def test_bad_input_is_a_clear_error(tmp_path, extra, fragments):
+    (tmp_path / "bad.toml").write_text("actor_nums = 3\n")
+    extra = [arg.format(config=tmp_path / "bad.toml") for arg in extra]
     proc = _run(tmp_path, *extra, timeout=60)
     assert proc.returncode != 0
     for fragment in fragments:
