@@ -51,7 +51,7 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
                         "ale-py>=0.9", "opencv-python-headless>=4.8"),  # Atari: wrap_deepmind, examples/impala
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
-    "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0"),
+    "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     "parl": (),
 }
 

@@ -20,15 +20,19 @@ from evotorch.algorithms import PGPE
 from evotorch.neuroevolution import GymNE
 
 
-def evaluate(policy: torch.nn.Module, episodes: int, seed: int) -> float:
-    env = gym.make("CartPole-v1")
+def evaluate(policy: torch.nn.Module, episodes: int, seed: int, env_name: str = "CartPole-v1") -> float:
+    """Mean return of ``policy`` over ``episodes`` episodes: the argmax action on a discrete action space, the
+    output clipped to the bounds on a Box one."""
+    env = gym.make(env_name)
+    box = isinstance(env.action_space, gym.spaces.Box)
     returns = []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
         done, total = False, 0.0
         while not done:
             with torch.no_grad():
-                action = int(torch.argmax(policy(torch.as_tensor(obs, dtype=torch.float32))))
+                out = policy(torch.as_tensor(obs, dtype=torch.float32))
+            action = np.clip(out.numpy(), env.action_space.low, env.action_space.high) if box else int(out.argmax())
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated

@@ -9,6 +9,12 @@ import pytest
 DATA = pathlib.Path(__file__).parent / "data"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # paddle warns at import when no C++ compiler cache is installed; irrelevant to these tests (filtered here,
+    # never at import of evokit)
+    config.addinivalue_line("filterwarnings", "ignore:No ccache found:UserWarning")
+
+
 @pytest.fixture(autouse=True)
 def noise_dir(tmp_path, monkeypatch) -> pathlib.Path:
     """Shared noise tables go to a per-test directory (never /dev/shm) so tests do not leave files behind."""

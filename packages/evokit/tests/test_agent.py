@@ -129,7 +129,6 @@ def test_sampling_state_lets_another_agent_draw_the_masters_samples(make_config)
         worker.update(infos, [0.0, 1.0, 2.0])
 
 
-@pytest.mark.filterwarnings("ignore:No ccache found:UserWarning")
 def test_paddle_layer(tmp_path, make_config):
     paddle = pytest.importorskip("paddle")
     paddle.seed(0)
@@ -152,3 +151,25 @@ def test_paddle_layer(tmp_path, make_config):
     other = ESAgent(make_net(), config=make_config()).load_inference_model(tmp_path / "m")
     np.testing.assert_array_equal(other.params, agent.params)
     np.testing.assert_allclose(other.predict(x), agent.predict(x), rtol=1e-6)
+
+
+def test_load_inference_model_reads_a_paddle_saved_directory(tmp_path, make_config):
+    """The tutorial's flow: save an inference model with paddle, then ``ESAgent().load_inference_model(dir)``."""
+    paddle = pytest.importorskip("paddle")
+    paddle.seed(1)
+    net = paddle.nn.Sequential(paddle.nn.Linear(3, 5), paddle.nn.Tanh(), paddle.nn.Linear(5, 2))
+    paddle.jit.save(net, str(tmp_path / "init_model" / "model"),
+                    input_spec=[paddle.static.InputSpec([None, 3], "float32", "obs")])
+    x = np.ones((4, 3), dtype=np.float32)
+    agent = ESAgent(config=make_config(optimizer="ADAM", std=0.1)).load_inference_model(tmp_path / "init_model")
+    agent.init_solver()
+    assert agent.num_params == 32
+    np.testing.assert_allclose(agent.predict(x), net(paddle.to_tensor(x)).numpy(), rtol=1e-6)
+    clone = agent.clone()
+    infos = [clone.add_noise(), clone.add_noise()]
+    assert not np.allclose(clone.predict(x), agent.predict(x))  # the loaded layer's parameters are perturbed
+    before = agent.params
+    agent.update(infos, [1.0, 0.0])
+    assert not np.array_equal(before, agent.params)
+    with pytest.raises(ValueError, match="without model="):
+        ESAgent(net, config=make_config()).load_inference_model(tmp_path / "init_model")

@@ -42,10 +42,16 @@ def test_prototxt_and_toml_give_the_same_agent(tutorial_prototxt, tutorial_toml)
     assert not np.array_equal(master_a, NumpyMLP([4, 8, 2], seed=3).get_weights()["w0"])
 
 
-def test_tutorial_annotations_are_rejected_with_a_hint(tutorial_prototxt):
-    text = tutorial_prototxt.read_text().replace("optimizer {", "optimizer { // offline Adam update")
-    with pytest.raises(ConfigError, match="'//' annotations are not part of the file"):
-        parse_prototxt(text)
+def test_tutorial_config_verbatim_with_its_slash_comments_loads(tutorial_prototxt):
+    """The tutorial's config block copied as printed, with its ``// 线下Adam更新`` comments."""
+    annotated = tutorial_prototxt.parent / "tutorial_config_annotated.prototxt"
+    assert "// " in annotated.read_text(encoding="utf-8")
+    assert load_config(annotated) == load_config(tutorial_prototxt)
+    # '//' inside a quoted string is data, not a comment; a syntax error still names its line
+    cfg = parse_prototxt('async_es { model_warehouse: "http://host/dir" } // the warehouse')
+    assert cfg.async_es.model_warehouse == "http://host/dir"
+    with pytest.raises(ConfigError, match="3:"):
+        parse_prototxt("solver {\n  type: BASIC_ES // fine\n  optimizer { type: ADAM base_lr: }\n}")
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -51,10 +51,21 @@ def test_log_round_trip_and_tutorial_layout(tmp_path):
     reward, size = struct.unpack_from("<fi", raw, 0)
     assert reward == 1.5 and raw[8:8 + size] == INFOS[0].to_bytes()
     # append mode adds records
-    with SamplingLogWriter(path) as log:
+    with SamplingLogWriter(path, "ab") as log:
         log.write(9.0, INFOS[2])
     infos, rewards = read_sampling_log(path)
     assert len(infos) == 5 and infos[-1] == INFOS[2] and rewards[-1] == 9.0
+
+
+def test_reused_log_path_holds_only_the_last_epoch(tmp_path):
+    """The tutorial's loop writes ./sampling_log each epoch then updates from it: no earlier epoch's records."""
+    path = tmp_path / "sampling_log"
+    for epoch in range(3):
+        with SamplingLogWriter(path) as log:
+            log.write_many([float(epoch)] * 2, INFOS[:2])
+        infos, rewards = read_sampling_log(path)
+        assert infos == INFOS[:2]
+        np.testing.assert_array_equal(rewards, [epoch, epoch])
 
 
 def test_truncated_log_keeps_every_complete_record(tmp_path):

@@ -30,7 +30,14 @@ import numpy as np
 
 from evokit.config import config_to_prototxt, enum_name, load_config, new_config, parse_prototxt, validate_config
 from evokit.errors import SolverStateError, StaleSampleError
-from evokit.models import load_backend_from_file, make_backend, resolve_model_file
+from evokit.models import (
+    PaddleBackend,
+    load_backend_from_file,
+    load_paddle_inference_model,
+    make_backend,
+    paddle_inference_prefix,
+    resolve_model_file,
+)
 from evokit.noise import make_sampling
 from evokit.sampling_info import SamplingInfo
 from evokit.solvers import Solver, make_solver
@@ -106,13 +113,23 @@ class ESAgent:
 
         A directory is searched for ``model.npz`` (numpy), ``model.pt`` (torch ``state_dict``) or
         ``model.pdparams`` (paddle). Without a model given to the constructor, an ``.npz`` of a ``NumpyMLP``
-        rebuilds the network.
+        rebuilds the network, and a paddle inference model directory (``paddle.jit.save(layer, "dir/model")`` or
+        ``paddle.static.save_inference_model``: ``<prefix>.pdiparams`` with ``.json`` / ``.pdmodel``, as the
+        tutorial's ``load_inference_model(model_dir)``) is loaded with ``paddle.jit.load`` and its parameters evolved.
 
         Raises:
-            FileNotFoundError: no model file. ValueError: no model given and the file cannot rebuild one.
+            FileNotFoundError: no model file. ValueError: no model given and the file cannot rebuild one, or a
+            model given for a paddle inference model directory.
             SolverStateError: called on a sampling clone.
         """
         self._require_master("load_inference_model")
+        paddle_prefix = paddle_inference_prefix(os.fspath(path))
+        if paddle_prefix is not None and not os.path.isfile(os.path.join(os.fspath(path), PaddleBackend.filename)):
+            if self._backend is not None:
+                raise ValueError(f"{os.fspath(path)!r} is a paddle inference model (paddle.jit.save): it is loaded as "
+                                 "its own layer; make the agent without model= (ESAgent(config=...)) to load it")
+            self._backend = load_paddle_inference_model(paddle_prefix)
+            return self
         path = resolve_model_file(os.fspath(path), self._backend)
         if self._backend is None:
             self._backend = load_backend_from_file(path)

@@ -163,7 +163,8 @@ def parse_prototxt(text: str) -> Any:
     """Parse a config in protobuf text format (the EvoKit tutorial's ``config.prototxt``).
 
     Args:
-        text: the file's contents; ``#`` comments are allowed, the tutorial's ``//`` annotations are not.
+        text: the file's contents; ``#`` comments and the tutorial's ``//`` comments (to the end of the line,
+            outside quoted strings) are allowed.
 
     Returns:
         An ``EvoKitConfig`` message.
@@ -173,11 +174,35 @@ def parse_prototxt(text: str) -> Any:
     """
     msg = new_config()
     try:
-        text_format.Parse(text, msg)
+        text_format.Parse(strip_slash_comments(text), msg)
     except text_format.ParseError as exc:
-        hint = " (the tutorial's '//' annotations are not part of the file: use '#' comments)" if "//" in text else ""
-        raise ConfigError(f"invalid EvoKit prototxt config: {exc}{hint}") from exc
+        raise ConfigError(f"invalid EvoKit prototxt config: {exc}") from exc
     return msg
+
+
+def strip_slash_comments(text: str) -> str:
+    """Remove ``// ...`` comments (C++ style, as in the EvoKit tutorial's config) outside quoted strings; line
+    numbers are kept, so the parser's error messages still point at the right line."""
+    out = []
+    for line in text.split("\n"):
+        quote, i = None, 0
+        while i < len(line):
+            c = line[i]
+            if quote:
+                if c == "\\":
+                    i += 1
+                elif c == quote:
+                    quote = None
+            elif c in "\"'":
+                quote = c
+            elif c == "#":
+                break
+            elif line.startswith("//", i):
+                line = line[:i]
+                break
+            i += 1
+        out.append(line)
+    return "\n".join(out)
 
 
 def parse_toml(text: str) -> Any:

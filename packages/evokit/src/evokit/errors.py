@@ -46,3 +46,7 @@ class TruncatedLogError(SamplingLogError):
         self.sampling_infos = sampling_infos
         self.rewards = rewards
         self.complete_bytes = complete_bytes
+
+
+class FilterStateError(EvoKitError, ValueError):
+    """An observation filter state (or increment) is malformed: missing keys, wrong shapes, invalid values."""

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NumpyMLP", "NumpyBackend", "TorchBackend", "PaddleBackend", "make_backend", "load_backend_from_file"]
+__all__ = ["NumpyMLP", "NumpyBackend", "TorchBackend", "PaddleBackend", "make_backend", "load_backend_from_file",
+           "load_paddle_inference_model", "paddle_inference_prefix"]
 
 _ACTIVATIONS = {
     "tanh": np.tanh,
@@ -261,16 +262,22 @@ class TorchBackend:
 
 
 class PaddleBackend:
-    """Adapter for a ``paddle.nn.Layer``; the flat vector covers ``parameters()`` (float32)."""
+    """Adapter for a ``paddle.nn.Layer``; the flat vector covers ``parameters()`` (float32).
+
+    Args:
+        layer: the layer.
+        reload: for a layer that cannot be deep-copied (``paddle.jit.load``'s), a function that builds a new one.
+    """
 
     kind = "paddle"
     filename = "model.pdparams"
 
-    def __init__(self, layer: Any) -> None:
+    def __init__(self, layer: Any, reload: Any = None) -> None:
         import paddle
 
         self.paddle = paddle
         self.model = layer
+        self._reload = reload
         self._params = list(layer.parameters())
 
     @property
@@ -296,8 +303,13 @@ class PaddleBackend:
             return self.model(self.paddle.to_tensor(np.asarray(features, dtype=np.float32))).numpy()
 
     def copy(self) -> PaddleBackend:
-        """A back end over a deep copy of the layer (for a sampling clone)."""
-        return PaddleBackend(copy.deepcopy(self.model))
+        """A back end over a deep copy of the layer (for a sampling clone); a layer loaded by ``paddle.jit.load``
+        (which cannot be deep-copied) is loaded again and given the current parameters."""
+        if self._reload is None:
+            return PaddleBackend(copy.deepcopy(self.model))
+        other = PaddleBackend(self._reload(), self._reload)
+        other.set_flat(self.get_flat())
+        return other
 
     def save(self, directory: str) -> str:
         """Write the model's parameters into ``directory``; return the file path."""
@@ -343,6 +355,34 @@ def resolve_model_file(path: str, backend: Any | None) -> str:
         raise FileNotFoundError(f"no model file ({', '.join(names)}) in directory {path!r}; "
                                 "write one with save_inference_model(dir)")
     raise FileNotFoundError(f"inference model not found: {path!r}")
+
+
+def paddle_inference_prefix(path: str) -> str | None:
+    """The path prefix of a paddle inference model (``paddle.jit.save`` / ``paddle.static.save_inference_model``:
+    ``<prefix>.pdiparams`` beside ``<prefix>.json`` or ``<prefix>.pdmodel``) in directory ``path``, else None."""
+    if not os.path.isdir(path):
+        return None
+    prefixes = sorted(name[:-len(".pdiparams")] for name in os.listdir(path) if name.endswith(".pdiparams"))
+    if not prefixes:
+        return None
+    if len(prefixes) > 1:
+        raise ValueError(f"{path!r} holds several paddle inference models ({', '.join(prefixes)}); pass the "
+                         "directory of one")
+    return os.path.join(path, prefixes[0])
+
+
+def load_paddle_inference_model(prefix: str) -> PaddleBackend:
+    """A :class:`PaddleBackend` over the layer ``paddle.jit.load(prefix)`` rebuilds (its parameters are evolved).
+
+    Raises:
+        ImportError: paddle is not installed (``pip install "parl-evokit[paddle]"``).
+    """
+    try:
+        import paddle
+    except ImportError as exc:
+        raise ImportError(f"{prefix!r} is a paddle inference model; install paddle to load it "
+                          "(pip install 'parl-evokit[paddle]')") from exc
+    return PaddleBackend(paddle.jit.load(prefix), reload=lambda: paddle.jit.load(prefix))
 
 
 def load_backend_from_file(path: str) -> NumpyBackend:

@@ -78,23 +78,27 @@ class SamplingInfo:
 
 
 class SamplingLogWriter:
-    """Appends ``(reward, SamplingInfo)`` records to a binary sampling log.
+    """Writes ``(reward, SamplingInfo)`` records to a binary sampling log.
+
+    By default the file is truncated when opened, as the tutorial's ``std::ofstream`` does, so that the tutorial's
+    loop (one ``online_sampling`` then one ``offline_update`` per epoch, reusing one ``--log_path``) updates each
+    epoch from its own samples only, never re-applying an earlier epoch's. Pass ``mode="ab"`` to append.
 
     Each record is written with one ``write`` call and flushed by :meth:`flush` / :meth:`close`, so a crash can
     only leave the last record incomplete, which :func:`read_sampling_log` reports without losing the others.
 
     Args:
         path: the log file.
-        mode: ``"ab"`` (append, default) or ``"wb"`` (truncate first).
+        mode: ``"wb"`` (truncate first, default) or ``"ab"`` (append to the records already there).
 
     Example:
         >>> with SamplingLogWriter("sampling_log") as log:   # doctest: +SKIP
         ...     log.write(reward, sampling_info)
     """
 
-    def __init__(self, path: str | os.PathLike, mode: str = "ab") -> None:
-        if mode not in ("ab", "wb"):
-            raise ValueError(f"mode must be 'ab' or 'wb', got {mode!r}")
+    def __init__(self, path: str | os.PathLike, mode: str = "wb") -> None:
+        if mode not in ("wb", "ab"):
+            raise ValueError(f"mode must be 'wb' (truncate) or 'ab' (append), got {mode!r}")
         self.path = os.fspath(path)
         self._file: BinaryIO = open(self.path, mode)  # noqa: SIM115 - closed by close() / __exit__
         self.records_written = 0
