@@ -42,6 +42,7 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
+from parl.algorithms.torch import A3C  # explicit: remote actors do not inherit set_backend
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_remote import ActorDiedError
@@ -137,7 +138,7 @@ class AtariModel(parl.Model):
         return self.value_fc(self.torso(obs / 255.0))
 
 
-def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict) -> parl.algorithms.A3C:
+def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict) -> A3C:
     space = envs.single_action_space
     if not isinstance(space, gym.spaces.Discrete):
         raise SystemExit(f"A2C here needs a Discrete action space; {env_id} has {space}")
@@ -145,7 +146,7 @@ def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict) -> parl.
         model = AtariModel(int(space.n))
     else:
         model = MLPModel(envs.single_observation_space.shape[0], int(space.n), cfg["hidden"])
-    return parl.algorithms.A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
+    return A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
                                reduction=cfg["reduction"])
 
 
@@ -211,7 +212,7 @@ class Actor:
                     episode_returns=np.asarray(returns, np.float64))
 
 
-def evaluate(alg: parl.algorithms.A3C, env_id: str, cfg: dict, seed: int) -> float:
+def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     """Mean return of EVAL_EPISODES greedy episodes played in parallel (the first episode of each env)."""
     envs = make_envs(env_id, EVAL_EPISODES, cfg)
     obs, _ = envs.reset(seed=seed + 10_000)

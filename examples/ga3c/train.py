@@ -48,6 +48,7 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
+from parl.algorithms.torch import A3C  # explicit: remote actors do not inherit set_backend
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_remote import ActorDiedError
@@ -193,7 +194,7 @@ class Learner:
 
     def __init__(self, args: argparse.Namespace, cfg: dict, model: parl.Model, start: float):
         self.args, self.cfg, self.start = args, cfg, start
-        self.alg = parl.algorithms.A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
+        self.alg = A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
                                        reduction=cfg["reduction"])
         self.prediction_queue: queue.Queue = queue.Queue()
         self.training_queue: queue.Queue = queue.Queue(maxsize=4 * args.actors)  # bounds the policy lag
@@ -337,7 +338,7 @@ class Learner:
         return batch, sum(u["env_steps"] for u in unrolls)
 
 
-def evaluate(alg: parl.algorithms.A3C, env_id: str, cfg: dict, seed: int) -> float:
+def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     """Mean return of EVAL_EPISODES greedy episodes played in parallel (the first episode of each env)."""
     envs = make_envs(env_id, EVAL_EPISODES, cfg)
     obs, _ = envs.reset(seed=seed + 10_000)

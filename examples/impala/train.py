@@ -42,6 +42,7 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
+from parl.algorithms.torch import IMPALA  # explicit: remote actors do not inherit set_backend
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
 from parl.utils import summary
 from parl_remote import ActorDiedError
@@ -143,7 +144,7 @@ class Actor:
         torch.manual_seed(seed)
         self.envs = [make_env(env_id, cfg.get("dim", 42)) for _ in range(num_envs)]
         self.model = build_model(self.envs[0], cfg)
-        self.alg = parl.algorithms.IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"])
+        self.alg = IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"])
         self.unroll_length = unroll_length
         self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
 
@@ -247,7 +248,7 @@ def main() -> None:
     probe = make_env(args.env, cfg.get("dim", 42))
     model = build_model(probe, cfg)
     probe.close()
-    alg = parl.algorithms.IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
+    alg = IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
                                  clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"])
     if args.address is None:  # one CPU per actor, plus one for a replacement while a dead actor's is freed
         parl.connect(cpu_num=args.actors + 1)

@@ -7,11 +7,16 @@ import math
 import numpy as np
 import pytest
 import torch
-from algo_models import NUM_ACTIONS, OBS_DIM, DiscreteACModel, GaussianACModel, QModel
+from algo_models import NUM_ACTIONS, OBS_DIM, models
 from torch import nn
 
-import parl_algorithms as algs
+import parl_algorithms.torch as algs
 from parl_core.torch import Agent, Model
+
+_TORCH = models("torch")  # these algorithms are torch-only
+DiscreteACModel = _TORCH.DiscreteACModel
+GaussianACModel = _TORCH.GaussianACModel
+QModel = _TORCH.QModel
 
 
 class LinearAC(Model):

@@ -6,13 +6,13 @@ import torch
 import torch.nn as nn
 from test_algorithms_examples import check_summary, run_example
 
-import parl
-from parl.algorithms import DecisionTransformer
+from parl_algorithms.torch import DecisionTransformer
+from parl_core.torch import Model
 
 B, K, OBS_DIM, ACT_DIM = 4, 5, 3, 2
 
 
-class StepModel(parl.Model):
+class StepModel(Model):
     """A per-step model (PARL's DT model contract without the transformer): action = tanh(W s + v R)."""
 
     def __init__(self):
@@ -26,7 +26,7 @@ class StepModel(parl.Model):
         return self(states, actions, rewards, returns_to_go, timesteps)[1][:, -1]
 
 
-class NoGetAction(parl.Model):
+class NoGetAction(Model):
     def forward(self, states):
         return states
 

@@ -113,7 +113,7 @@ def _run(backend, name, model, monkeypatch):
         for _ in range(STEPS):
             out = agent.learn(*batch(rng))
             losses.append([float(x) for x in (out if isinstance(out, tuple) else (out,))])
-    return losses, agent.get_weights(), getattr(alg, "alpha", None)
+    return losses, agent.alg.get_all_weights(), getattr(alg, "alpha", None)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

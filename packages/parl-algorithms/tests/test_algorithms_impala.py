@@ -5,11 +5,15 @@ import math
 import numpy as np
 import pytest
 import torch
-from algo_models import NUM_ACTIONS, OBS_DIM, DiscreteACModel, GaussianACModel
+from algo_models import NUM_ACTIONS, OBS_DIM, models
 
-import parl_algorithms as algs
+import parl_algorithms.torch as algs
 from parl_algorithms.vtrace import from_importance_weights
 from parl_core.torch import Agent, Model
+
+_TORCH = models("torch")  # these algorithms are torch-only
+DiscreteACModel = _TORCH.DiscreteACModel
+GaussianACModel = _TORCH.GaussianACModel
 
 T, E = 5, 3
 B = T * E

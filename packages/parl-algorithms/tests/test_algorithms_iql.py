@@ -7,9 +7,9 @@ import torch
 import torch.nn as nn
 from test_algorithms_examples import check_summary, run_example
 
-import parl
-from parl.algorithms import IQL
+from parl_algorithms.torch import IQL
 from parl_algorithms.torch.iql import expectile_loss
+from parl_core.torch import Model
 
 
 def test_expectile_loss_by_hand():
@@ -19,7 +19,7 @@ def test_expectile_loss_by_hand():
     assert expectile_loss(diff, 0.5).item() == pytest.approx(0.5 * (4 + 1) / 2)
 
 
-class FixedQModel(parl.Model):
+class FixedQModel(Model):
     """Q(s, a) = a (fixed), V(s) = one parameter, a Gaussian policy with a learned mean."""
 
     def __init__(self):
@@ -60,7 +60,7 @@ def test_value_converges_to_the_expectile_and_the_policy_to_the_best_actions():
     assert iql.model.mu.item() > 0.3
 
 
-class ParlStyleModel(parl.Model):
+class ParlStyleModel(Model):
     """PARL's IQL model style: policy(obs) returns a torch Distribution."""
 
     def __init__(self, obs_dim=3, act_dim=2):

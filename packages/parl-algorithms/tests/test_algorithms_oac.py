@@ -9,13 +9,13 @@ import torch
 import torch.nn as nn
 from test_algorithms_examples import check_summary, run_example
 
-import parl
-from parl.algorithms import OAC
+from parl_algorithms.torch import OAC
+from parl_core.torch import Model
 
 OBS_DIM, ACT_DIM = 3, 2
 
 
-class LinearQModel(parl.Model):
+class LinearQModel(Model):
     """Fixed policy (mean, log_std) and critics linear in the action: Q1 = w1 . a, Q2 = w2 . a."""
 
     def __init__(self, mean, log_std, w1, w2):
@@ -66,7 +66,7 @@ def test_exploration_shift_is_eq_12_of_the_paper():
 def test_learn_predict_and_one_unbatched_obs():
     torch.manual_seed(0)
 
-    class Net(parl.Model):
+    class Net(Model):
         def __init__(self):
             super().__init__()
             self.actor = nn.Linear(OBS_DIM, 2 * ACT_DIM)
