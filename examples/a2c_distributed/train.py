@@ -42,14 +42,11 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
-from parl.algorithms.torch import A3C  # explicit: remote actors do not inherit set_backend
+from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
+from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here, as examples/a2c (16 envs x 16 steps,
 # mean loss, lr 3e-3, gradient norm 0.5). "atari": PARL's examples/A2C/a2c_config.py (84x84 frames, 5 envs
@@ -98,7 +95,7 @@ def mlp(inp: int, out: int, hidden: int, out_gain: float) -> MLP:
     return net
 
 
-class MLPModel(parl.Model):
+class MLPModel(Model):
     """Separate actor and critic MLPs for obs float32 [B, obs_dim]: ``policy`` -> logits [B, A], ``value`` -> [B, 1]."""
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: int):
@@ -113,7 +110,7 @@ class MLPModel(parl.Model):
         return self.critic(obs)
 
 
-class AtariModel(parl.Model):
+class AtariModel(Model):
     """PARL's A2C Atari network: 3 convolutions, 512 units, policy and value heads, for stacked frames
     [B, 4, 84, 84] with pixel values 0..255."""
 

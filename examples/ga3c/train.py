@@ -48,14 +48,11 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
-from parl.algorithms.torch import A3C  # explicit: remote actors do not inherit set_backend
+from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
+from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here. "atari": PARL's ga3c_config.py
 # (42x42 frames, t_max 5, train batch 128, lr 5e-4, GAE lambda 1, summed loss, gradient norm 40).
@@ -92,7 +89,7 @@ def make_envs(env_id: str, num_envs: int, cfg: dict) -> gym.vector.VectorEnv:
     return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
 
 
-class MLPModel(parl.Model):
+class MLPModel(Model):
     """Separate actor and critic tanh MLPs for obs float32 [B, obs_dim] (orthogonal init, as SB3):
     ``policy`` -> logits [B, A], ``value`` -> [B, 1]."""
 
@@ -112,7 +109,7 @@ class MLPModel(parl.Model):
         return self.critic(obs)
 
 
-class AtariModel(parl.Model):
+class AtariModel(Model):
     """PARL's GA3C Atari network (3 convolutions, 512 units, two heads) for frames [B, 4, 42, 42], 0..255."""
 
     def __init__(self, num_actions: int, dim: int):
@@ -192,7 +189,7 @@ class Actor:
 class Learner:
     """The policy, the prediction and training queues, and the threads that serve them."""
 
-    def __init__(self, args: argparse.Namespace, cfg: dict, model: parl.Model, start: float):
+    def __init__(self, args: argparse.Namespace, cfg: dict, model: Model, start: float):
         self.args, self.cfg, self.start = args, cfg, start
         self.alg = A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
                                        reduction=cfg["reduction"])

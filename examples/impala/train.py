@@ -42,14 +42,11 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
-from parl.algorithms.torch import IMPALA  # explicit: remote actors do not inherit set_backend
+from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
 from parl.utils import summary
+from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 logger = logging.getLogger("impala")
 
@@ -78,7 +75,7 @@ def make_env(env_id: str, dim: int = 42) -> gym.Env:
     return MonitorEnv(gym.make(env_id))
 
 
-class MLPModel(parl.Model):
+class MLPModel(Model):
     """Separate policy and value MLPs (tanh) for vector observations float32 [B, obs_dim]."""
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
@@ -97,7 +94,7 @@ class MLPModel(parl.Model):
         return self.v(obs)
 
 
-class AtariModel(parl.Model):
+class AtariModel(Model):
     """Conv torso shared by the policy and value heads, for stacked frames uint8/float32 [B, 4, 42, 42]
     (pixel values 0..255; PARL's 42x42 IMPALA Atari setting)."""
 
@@ -126,7 +123,7 @@ class AtariModel(parl.Model):
         return self.v(self._features(obs))
 
 
-def build_model(env: gym.Env, cfg: dict) -> parl.Model:
+def build_model(env: gym.Env, cfg: dict) -> Model:
     if not isinstance(env.action_space, gym.spaces.Discrete):
         raise SystemExit(f"IMPALA here needs a Discrete action space, {env.spec.id} has {env.action_space}")
     num_actions = int(env.action_space.n)
