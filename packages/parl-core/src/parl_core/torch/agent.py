@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from parl_core._agent_base import AgentBase
 from parl_core.torch.algorithm import Algorithm
 from parl_core.torch.model import Model
 
@@ -45,7 +46,7 @@ def _to_numpy(value: Any) -> Any:
     return value
 
 
-class Agent:
+class Agent(AgentBase):
     """Bridge between the environment and an algorithm: numpy in, numpy out.
 
     Subclasses usually override ``learn`` / ``predict`` / ``sample`` to add preprocessing (as PARL's
@@ -99,40 +100,6 @@ class Agent:
         grad = torch.enable_grad() if method == "learn" else torch.no_grad()
         with grad:
             return _to_numpy(getattr(self.alg, method)(*args, **kwargs))
-
-    def learn(self, *args: Any, **kwargs: Any) -> Any:
-        """Call ``self.alg.learn`` with numpy arguments converted to tensors; return numpy."""
-        return self._call("learn", args, kwargs)
-
-    def predict(self, *args: Any, **kwargs: Any) -> Any:
-        """Call ``self.alg.predict`` without gradients; return numpy."""
-        return self._call("predict", args, kwargs)
-
-    def sample(self, *args: Any, **kwargs: Any) -> Any:
-        """Call ``self.alg.sample`` without gradients; return numpy."""
-        return self._call("sample", args, kwargs)
-
-    # -- weights ---------------------------------------------------------------------------------
-    def get_weights(self) -> dict[str, np.ndarray]:
-        """Weights of the algorithm's main model, ``{name: np.ndarray}`` (PARL's; see ``Algorithm.get_weights``)."""
-        return self.alg.get_weights()
-
-    def set_weights(self, weights: dict[str, Any]) -> None:
-        """Load weights from ``get_weights`` or ``Algorithm.get_all_weights`` (see ``Algorithm.set_weights``)."""
-        self.alg.set_weights(weights)
-
-    # -- modes -----------------------------------------------------------------------------------
-    def train(self) -> None:
-        """Put every model of the algorithm in training mode (dropout, batch-norm updates)."""
-        for model in self.alg.models().values():
-            model.train()
-        self.training = True
-
-    def eval(self) -> None:
-        """Put every model of the algorithm in evaluation mode."""
-        for model in self.alg.models().values():
-            model.eval()
-        self.training = False
 
     # -- checkpoints -----------------------------------------------------------------------------
     def save(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
