@@ -183,8 +183,7 @@ class Actor:
             finished env resets: that transition is not trained on), ``episode_returns`` float64 ``[n]`` of the
             episodes that ended during the unroll.
         """
-        # received arrays are read-only views of the message; torch wants writable memory
-        self.alg.model.set_weights({name: np.array(value) for name, value in weights.items()})
+        self.alg.model.set_weights(weights)
         T, E = self.T, len(self.prev_done)
         obs = np.empty((T, *self.obs.shape), self.obs.dtype)
         actions = np.empty((T, E), np.int64)

@@ -159,8 +159,8 @@ class Actor:
             ``t_start`` / ``t_end`` (``time.time()`` s when the call began / the unroll was done).
         """
         t_start = time.time()
-        if weights is not None:  # received arrays are read-only views of the message (torch warns on those)
-            self.model.set_weights({name: np.array(value) for name, value in weights.items()})
+        if weights is not None:
+            self.model.set_weights(weights)
         T, E = self.unroll_length, len(self.envs)
         obs = np.empty((T, *self.obs.shape), self.obs.dtype)
         actions = np.empty((T, E), np.int64)

@@ -61,7 +61,10 @@ class Model(nn.Module):
                              "of get_weights() of a model with the same architecture")
         with torch.no_grad():
             for name, target in own.items():
-                target.copy_(torch.as_tensor(np.asarray(weights[name])).to(dtype=target.dtype))
+                value = np.asarray(weights[name])
+                if not value.flags.writeable:  # e.g. arrays received from a remote call: torch warns on those
+                    value = value.copy()
+                target.copy_(torch.as_tensor(value).to(dtype=target.dtype))
 
     def sync_weights_to(self, target_model: Model, decay: float = 0.0) -> None:
         """Soft-update ``target_model`` toward this model.
