@@ -1,5 +1,5 @@
-"""Before / after A/B of two parl-remote versions: synchronous call rate, CPU per call on both sides, and
-1,000 pipelined futures. One fresh process and embedded cluster per sample, the versions alternated (A B, B A,
+"""Before / after A/B of two parl-remote versions: synchronous call rate, CPU per call on both sides,
+1,000 pipelined futures, and the median echo time of a 1 / 10 / 100 MiB array (R1, R2, R3 of bench_remote). One fresh process and embedded cluster per sample, the versions alternated (A B, B A,
 ...); prints the median of the per-pair after / before ratios (robust to the drift of a shared machine).
 
     python benchmarks/remote/ab_versions.py --before /path/main/.venv/bin/python \
@@ -22,6 +22,8 @@ import parl_remote as xparl
 class Echo:
     def small(self):
         return b"ok"
+    def echo(self, x):
+        return x
 @xparl.remote_class(wait=False)
 class FEcho:
     def small(self):
@@ -42,7 +44,16 @@ rates = []
 for _ in range(3):
     t0 = time.perf_counter(); [x.result() for x in [f.small() for _ in range(1000)]]
     rates.append(1000 / (time.perf_counter() - t0))
-print(json.dumps({"sync": sync, "caller_cpu_us": cpu, "job_cpu_us": job_cpu, "pipelined": max(rates)}))
+import numpy as np, statistics
+echo = {}
+for mb in (1, 10, 100):
+    arr = np.ones(mb * 2**20 // 8)
+    a.echo(arr)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter(); a.echo(arr); times.append((time.perf_counter() - t0) * 1e3)
+    echo[f"echo_{mb}MiB_ms"] = statistics.median(times)
+print(json.dumps({"sync": sync, "caller_cpu_us": cpu, "job_cpu_us": job_cpu, "pipelined": max(rates), **echo}))
 xparl.disconnect()
 '''
 
@@ -73,7 +84,7 @@ def main() -> None:
             res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
     with open("/proc/loadavg") as fh:
         load = " ".join(fh.read().split()[:3])
-    for key in ("sync", "caller_cpu_us", "job_cpu_us", "pipelined"):
+    for key in ("sync", "caller_cpu_us", "job_cpu_us", "pipelined", "echo_1MiB_ms", "echo_10MiB_ms", "echo_100MiB_ms"):
         before = [r[key] for r in res["base"]]
         after = [r[key] for r in res["new"]]
         ratios = [a / b for b, a in zip(before, after, strict=True)]
