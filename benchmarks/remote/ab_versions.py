@@ -1,6 +1,7 @@
 """Before / after A/B of two parl-remote versions: synchronous call rate, CPU per call on both sides,
-1,000 pipelined futures, and the median echo time of a 1 / 10 / 100 MiB array (R1, R2, R3 of bench_remote). One fresh process and embedded cluster per sample, the versions alternated (A B, B A,
-...); prints the median of the per-pair after / before ratios (robust to the drift of a shared machine).
+1,000 pipelined futures, and the median echo time of a 1 / 10 / 100 MiB array (R1, R2, R3 of bench_remote).
+One fresh process and embedded cluster per sample, the versions alternated (A B, B A, ...); prints the median
+of the per-pair after / before ratios (robust to the drift of a shared machine).
 
     python benchmarks/remote/ab_versions.py --before /path/main/.venv/bin/python \
         --after .venv/bin/python --transport stream --pairs 8

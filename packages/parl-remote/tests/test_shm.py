@@ -1,4 +1,4 @@
-"""The same-host shared-memory arenas (``shm.Channel``): views, release, reuse, bounds, fallback."""
+"""The same-host shared-memory arenas (``shm_arena.Channel``): views, release, reuse, bounds, fallback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from parl_remote.wire import shm
+from parl_remote.wire import shm, shm_arena
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -25,7 +25,7 @@ def _mine() -> set[pathlib.Path]:
 
 def test_channel_view_release_and_reuse():
     before = _mine()
-    sender, receiver = shm.Channel(), shm.Channel()
+    sender, receiver = shm_arena.Channel(), shm_arena.Channel()
     try:
         data = bytes(range(256)) * (2 * MIB // 256)
         manifest, frames = sender.export([data])
@@ -54,7 +54,7 @@ def test_channel_view_release_and_reuse():
 
 
 def test_region_outside_the_arena_or_namespace_is_refused():
-    sender, receiver = shm.Channel(), shm.Channel()
+    sender, receiver = shm_arena.Channel(), shm_arena.Channel()
     try:
         sender.export([b"x" * (2 * MIB)])
         name = sender.arenas[0].raw_name
@@ -76,7 +76,7 @@ def test_region_outside_the_arena_or_namespace_is_refused():
 def test_arena_cap_falls_back_to_one_off_files(monkeypatch):
     monkeypatch.setenv("XPARL_SHM_ARENA_MAX_BYTES", "0")
     before = set(shm.SHM_DIR.glob(f"xparl-{os.getpid()}-*"))
-    sender, receiver = shm.Channel(), shm.Channel()
+    sender, receiver = shm_arena.Channel(), shm_arena.Channel()
     try:
         data = b"y" * (2 * MIB)
         manifest, _ = sender.export([data])
@@ -101,7 +101,7 @@ def test_a_full_dev_shm_sends_large_buffers_inline_and_leaves_nothing(monkeypatc
 
     monkeypatch.setattr(shm.os, "posix_fallocate", no_fallocate)
     monkeypatch.setattr(shm._Full, "warned", False)
-    sender, receiver = shm.Channel(), shm.Channel()
+    sender, receiver = shm_arena.Channel(), shm_arena.Channel()
     try:
         data = bytes(range(256)) * (2 * MIB // 256)
         small = b"s" * 100
@@ -137,7 +137,7 @@ def test_a_full_dev_shm_sends_large_buffers_inline_and_leaves_nothing(monkeypatc
 def test_an_arena_removed_before_the_receiver_mapped_it_is_retired():
     """A /dev/shm clean-up unlinked the sender's new arena: that message cannot be read (OSError, which the
     protocol answers as a TransferError), and the sender moves to a fresh arena for the next ones."""
-    sender, receiver = shm.Channel(), shm.Channel()
+    sender, receiver = shm_arena.Channel(), shm_arena.Channel()
     try:
         data = b"r" * (2 * MIB)
         manifest, _ = sender.export([data])

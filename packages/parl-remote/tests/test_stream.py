@@ -17,7 +17,7 @@ from conftest import run_python, wait_until
 import parl_remote as xparl
 from parl_remote import stream
 from parl_remote.transport import zmq_io
-from parl_remote.wire import framing, protocol, serialization, shm
+from parl_remote.wire import framing, protocol, serialization, shm, shm_arena
 from parl_remote.wire.protocol import MsgType
 
 pytestmark = [
@@ -236,8 +236,13 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
         signer = protocol.Signer(TOKEN)
         bodies = [b"a" * (800 << 10), b"b" * (300 << 10)]
         sender = threading.Thread(
-            target=lambda: [left.send(protocol.encode(signer, MsgType.REPLY, i, serialization.dumps(body)))
-                            for i, body in enumerate(bodies)] and None
+            target=lambda: (
+                [
+                    left.send(protocol.encode(signer, MsgType.REPLY, i, serialization.dumps(body)))
+                    for i, body in enumerate(bodies)
+                ]
+                and None
+            )
         )
         sender.start()
         with pytest.raises(KeyboardInterrupt):  # delivered when the read has been recorded and parsed
@@ -335,7 +340,7 @@ def test_a_ctrl_c_never_leaves_a_zmq_multipart_message_half_sent(at, after):
     if not after:  # the interrupted frame was not queued: the message goes out whole, once
         assert messages == [frames]
     else:  # the interrupted frame was queued, unknown to the sender: it goes again (the peer drops that one)
-        assert messages[0][: at] == frames[: at] and b"".join(sum(messages, [])).endswith(b"buffer-2")
+        assert messages[0][:at] == frames[:at] and b"".join(sum(messages, [])).endswith(b"buffer-2")
     sock = _FakeZmq(interrupt_at=0)
     zmq_io.send_frames(sock, frames)
     assert _messages(sock.sent) == [frames]  # and uninterrupted, unchanged
@@ -362,7 +367,7 @@ def _vanishing_shm() -> None:
         (shm.SHM_DIR / entry[1:41].rstrip(b"\0").decode()).unlink()
         return entry
 
-    shm.Channel._alloc = lambda self, nbytes: None
+    shm_arena.Channel._alloc = lambda self, nbytes: None
     shm._write_file = write_then_remove
 
 
@@ -701,7 +706,9 @@ def test_a_storm_of_ctrl_c_during_calls_never_breaks_the_connection(transport, f
     max_gap_s = max(0.01 if floats else 0.002, 5 * call_s)
     sender = subprocess.Popen(
         [sys.executable, "-c", _STORM, str(os.getpid()), str(actor._xparl_actor.pid), str(count), str(max_gap_s)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     interrupted, completed, wrong, need_ack, died, finished = 0, 0, [], False, None, False
     try:
@@ -753,7 +760,7 @@ def test_a_call_whose_shared_memory_vanished_fails_alone(transport, monkeypatch)
     big = np.arange(2**18, dtype=np.float64)  # 2 MiB: the shared-memory path
     np.testing.assert_array_equal(actor.echo(big), big)
     with monkeypatch.context() as patch:  # the arguments vanish
-        patch.setattr(shm.Channel, "_alloc", shm.Channel._alloc)
+        patch.setattr(shm_arena.Channel, "_alloc", shm_arena.Channel._alloc)
         patch.setattr(shm, "_write_file", shm._write_file)
         _vanishing_shm()
         with pytest.raises(xparl.TransferError, match="so it did not run"):
@@ -789,17 +796,17 @@ def test_a_ctrl_c_while_a_call_is_encoded_leaks_no_shared_memory(connected, monk
         actor.echo(big)
     guard = signal.getsignal(signal.SIGINT)
     assert hasattr(guard, "xparl_previous")
-    real_alloc = shm.Channel._alloc
+    real_alloc = shm_arena.Channel._alloc
 
     def alloc_then_ctrl_c(self, nbytes):
         place = real_alloc(self, nbytes)
         guard(signal.SIGINT, sys._getframe(0))  # as if Ctrl-C landed right after the region was taken
         return place
 
-    monkeypatch.setattr(shm.Channel, "_alloc", alloc_then_ctrl_c)
+    monkeypatch.setattr(shm_arena.Channel, "_alloc", alloc_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         actor.echo(big)
-    monkeypatch.setattr(shm.Channel, "_alloc", real_alloc)
+    monkeypatch.setattr(shm_arena.Channel, "_alloc", real_alloc)
     for _ in range(3):  # the interrupted call's reply is skipped; its regions are released all the same
         np.testing.assert_array_equal(actor.echo(big), big)
     import gc

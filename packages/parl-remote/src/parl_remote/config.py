@@ -40,7 +40,7 @@ DEFAULTS: dict[str, float] = {
     "RECONNECT_MAX_INTERVAL_S": 2.0,
     # same-host buffers at least this large travel through /dev/shm instead of TCP (wire/shm.py)
     "SHM_MIN_BYTES": 1 << 20,
-    # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm.Channel);
+    # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm_arena.Channel);
     # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
     "SHM_ARENA_MAX_BYTES": 1 << 30,
     # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (transport/unix.py);

@@ -38,6 +38,6 @@ def decode(conn: StreamConnection, signer: Signer, frames: list, channel: Any = 
     Raises:
         protocol.Rejected / protocol.Notice / protocol.Unreadable: as ``protocol.decode``.
     """
-    msg = protocol.decode(signer, frames, False, channel)
+    msg = protocol.decode(signer, frames, channel)
     msg.stream = conn
     return msg

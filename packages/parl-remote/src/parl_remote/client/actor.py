@@ -41,7 +41,7 @@ from parl_remote.transport import sigint, unix
 from parl_remote.transport.base import Connection, ConnectionLost
 from parl_remote.transport.stream_io import StreamConnection
 from parl_remote.transport.zmq_peer import ZmqPeer
-from parl_remote.wire import protocol, serialization, shm
+from parl_remote.wire import protocol, serialization, shm_arena
 from parl_remote.wire.protocol import Message, MsgType
 from parl_remote.wire.signing import Signer
 
@@ -98,14 +98,14 @@ class ActorConnection:
         self.ids = itertools.count(1)
         self.dead: ActorDiedError | None = None
         self.closed = False
-        self.shm_channel: shm.Channel | None = None  # this connection's /dev/shm arenas (same host)
+        self.shm_channel: shm_arena.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.stream_name: str | None = None  # the job's Unix stream socket, once moved there
         self.reactor: Any = None  # the client's ``reactor.Reactor`` once this actor is handed over (future mode)
         self._partial: dict[str, str] = {}
         sigint.guard_sigint()  # a Ctrl-C must not cut a message in two (main thread only; see sigint.py)
 
     # ------------------------------------------------------------------------------- transports
-    def use_shared_memory(self, channel: shm.Channel) -> None:
+    def use_shared_memory(self, channel: shm_arena.Channel) -> None:
         """Large buffers of later messages travel through ``channel``'s /dev/shm arenas (the job is on this host)."""
         self.shm_channel = self.conn.channel = channel
 

@@ -78,7 +78,7 @@ class MasterConnection:
                     )
                 frames = zmq_io.recv_frames(self.sock)
                 try:
-                    msg = protocol.decode(self.signer, frames, has_identity=False)
+                    msg = protocol.decode(self.signer, frames)
                 except protocol.Notice as notice:
                     if notice.type is MsgType.VERSION_MISMATCH:
                         raise VersionMismatchError(
@@ -97,4 +97,3 @@ class MasterConnection:
     def close(self) -> None:
         with self.lock:
             self.sock.close(linger=0)
-

@@ -35,7 +35,7 @@ from parl_remote.errors import (
     VersionMismatchError,
 )
 from parl_remote.transport import unix
-from parl_remote.wire import serialization, shm
+from parl_remote.wire import serialization, shm, shm_arena
 from parl_remote.wire.protocol import MsgType
 from parl_remote.wire.signing import Signer
 
@@ -206,7 +206,7 @@ class Client:
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
                 if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
-                    actor.use_shared_memory(shm.Channel())
+                    actor.use_shared_memory(shm_arena.Channel())
                     moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])
                     if not moved and info.get("ipc"):
                         actor.use_endpoint(info["ipc"])

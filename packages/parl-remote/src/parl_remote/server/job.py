@@ -20,8 +20,9 @@ stays closed for ``CLIENT_GONE_GRACE_S`` (client died; at once when the client's
 ends, which cannot reconnect), or when its worker disappears
 (``PR_SET_PDEATHSIG`` on Linux, and a parent-pid check while idle).
 
-The job is three modules: this one serves the connections (the loop, the transports, liveness),
-``job_handlers.py`` runs the requests, ``job_output.py`` captures and forwards the actor's output.
+The job is four modules: this one runs the loop (the ROUTER, liveness, shutdown), ``job_streams.py`` serves
+the Unix stream peers, ``job_handlers.py`` runs the requests, ``job_output.py`` captures and forwards the
+actor's output.
 """
 
 from __future__ import annotations
@@ -45,12 +46,12 @@ from parl_remote import config
 from parl_remote.server.exits import EXIT_CLIENT_GONE, EXIT_DELETED, EXIT_NOT_STARTED, EXIT_WORKER_GONE
 from parl_remote.server.job_handlers import HANDLERS, Handlers
 from parl_remote.server.job_output import OutputCapture
+from parl_remote.server.job_streams import StreamServing
 from parl_remote.transport import unix, zmq_io
-from parl_remote.transport.base import WRITABLE, ConnectionLost, SendFailed
-from parl_remote.transport.stream_io import StreamConnection
+from parl_remote.transport.base import ConnectionLost, SendFailed
 from parl_remote.transport.unix import UnixPeer
 from parl_remote.transport.zmq_peer import RouterRoute
-from parl_remote.wire import protocol, shm
+from parl_remote.wire import protocol, shm_arena
 from parl_remote.wire.protocol import MsgType
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def _set_parent_death_signal() -> None:
         logger.debug("prctl(PR_SET_PDEATHSIG) unavailable")
 
 
-class Job(OutputCapture, Handlers):
+class Job(StreamServing, OutputCapture, Handlers):
     """One job process (see the module docstring). Built and run by ``main``."""
 
     def __init__(
@@ -132,8 +133,9 @@ class Job(OutputCapture, Handlers):
         self.class_name = ""
         self.pending_output: list | None = None
         self.client: bytes | None = None
+        self.sender: bytes | None = None  # routing identity of the request being handled (None: a stream's)
         self.peer_same_host = False
-        self.shm_channel: shm.Channel | None = None  # the client's /dev/shm arenas and ours (same host)
+        self.shm_channel: shm_arena.Channel | None = None  # the client's /dev/shm arenas and ours (same host)
         self.peers = 0
         self.alone_since: float | None = None
         self.running = True
@@ -202,20 +204,22 @@ class Job(OutputCapture, Handlers):
         handlers = self.handlers
         while self.running:
             try:
-                msg = zmq_io.recv(self.router, self.signer, True, flags=zmq.NOBLOCK, channel=self.shm_channel)
+                received = zmq_io.recv_routed(self.router, self.signer, flags=zmq.NOBLOCK, channel=self.shm_channel)
             except zmq.Again:
                 break
             except protocol.Notice:
                 continue
             except protocol.Unreadable as exc:
-                self.reply_route = self.route(exc.identity)
+                self.sender = exc.peer
+                self.reply_route = self.route(exc.peer)
                 self._answer_unreadable(exc)
                 continue
-            if msg is None:
+            if received is None:
                 continue
-            if self.client is not None and msg.identity != self.client:
-                self.client = msg.identity  # the client moved to the ipc endpoint: forward output there
-            self.reply_route = self.route(msg.identity)
+            self.sender, msg = received
+            if self.client is not None and self.sender != self.client:
+                self.client = self.sender  # the client moved to the ipc endpoint: forward output there
+            self.reply_route = self.route(self.sender)
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
@@ -223,27 +227,6 @@ class Job(OutputCapture, Handlers):
                 handler(msg)
         if self.pending_output:
             self._flush_output()
-
-    def _accept(self) -> None:
-        """Accepts same-user peers on the Unix stream socket."""
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                logger.warning("job %s: accept failed: %s", self.job_id, exc)
-                return
-            refused = unix.check_peer(sock)
-            if refused is not None:
-                logger.warning("job %s: refused a unix stream peer: %s", self.job_id, refused)
-                sock.close()
-                continue
-            peer = UnixPeer(StreamConnection(sock), self.signer, self.shm_channel)
-            self.streams[peer.poll_key] = peer
-            self.stream_masks[peer.poll_key] = select.POLLIN
-            self.poller.register(peer.poll_key, select.POLLIN)
-            self.alone_since = None
 
     def route(self, identity: bytes) -> RouterRoute:
         """The connection (sending half) to the ROUTER's peer ``identity``."""
@@ -252,79 +235,11 @@ class Job(OutputCapture, Handlers):
             route = self.routes[identity] = RouterRoute(self.router, identity, self.signer, self.shm_channel)
         return route
 
-    def use_shared_memory(self, channel: shm.Channel) -> None:
+    def use_shared_memory(self, channel: shm_arena.Channel) -> None:
         """The client runs on this host: large buffers of later messages travel through ``channel``."""
         self.shm_channel = channel
         for conn in (*self.routes.values(), *self.streams.values()):
             conn.channel = channel
-
-    def _serve_stream(self, peer: UnixPeer, mask: int) -> None:
-        """Reads a stream peer's messages and runs them in order."""
-        alive = True
-        try:
-            if mask & select.POLLOUT:
-                peer.flush()
-        except ConnectionLost:
-            alive = False
-        handlers = self.handlers
-        while alive and self.running and not peer.closed:
-            try:
-                msg = peer.recv(0)
-            except ConnectionLost as exc:
-                if exc.cause is not None:
-                    logger.warning("job %s: closed a unix stream peer: %s", self.job_id, exc)
-                alive = False
-                break
-            except protocol.Notice:
-                continue
-            except protocol.Unreadable as exc:
-                self.client_stream = self.reply_route = peer
-                self._answer_unreadable(exc)
-                continue
-            except protocol.Rejected as exc:
-                logger.warning("job %s: dropped a message from a unix stream peer and closed it: %s", self.job_id, exc)
-                if exc.notice is not None:
-                    peer.send_notice(exc.notice)
-                alive = False
-                break
-            if msg is None:
-                break
-            self.client_stream = self.reply_route = peer
-            handler = handlers.get(msg.type)
-            if handler is None:
-                logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
-            else:
-                handler(msg)
-        if not alive or peer.closed:
-            self._drop_stream(peer)
-            return
-        if self.pending_output:
-            self._flush_output()
-        want = select.POLLIN | select.POLLOUT if peer.wanted_events() & WRITABLE else select.POLLIN
-        if want != self.stream_masks.get(peer.poll_key):  # wait for room to send queued output
-            self.stream_masks[peer.poll_key] = want
-            self.poller.modify(peer.poll_key, want)
-
-    def _drop_stream(self, conn: UnixPeer) -> None:
-        """Forgets a closed stream peer; when it was the client's connection, the client is gone."""
-        self.stream_masks.pop(conn.poll_key, None)
-        if self.streams.pop(conn.poll_key, None) is not None:
-            try:
-                self.poller.unregister(conn.poll_key)
-            except KeyError:
-                pass
-        conn.close()
-        if conn is not self.client_stream:
-            return
-        self.client_stream = None
-        if not self.running:
-            return
-        self._on_monitor()
-        if self.peers == 0:
-            # a stream cannot reconnect: its end means the client process is gone (or it dropped the actor)
-            print(f"[xparl] the client of actor {self.actor_id} disconnected; the actor ends", file=sys.stderr)
-            self.running = False
-            self.exit_code = EXIT_CLIENT_GONE
 
     def _on_monitor(self) -> None:
         while self.monitor.poll(0):
@@ -353,7 +268,12 @@ class Job(OutputCapture, Handlers):
             self.exit_code = EXIT_CLIENT_GONE
 
     def _send(
-        self, msg_type: MsgType, req_id: int, payload: list, conn: Any, notification: bool = False,
+        self,
+        msg_type: MsgType,
+        req_id: int,
+        payload: list,
+        conn: Any,
+        notification: bool = False,
         background: bool = False,
     ) -> None:
         """Sends a message on a connection (``transport/base.py``): a stream peer, or a ROUTER peer's route.

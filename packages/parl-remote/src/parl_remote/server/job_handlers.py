@@ -22,15 +22,20 @@ import zmq
 from parl_remote import files
 from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
 from parl_remote.transport import zmq_io
-from parl_remote.wire import protocol, serialization, shm
+from parl_remote.wire import protocol, serialization, shm, shm_arena
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
 # the job's handler table: message type -> method of ``Handlers``
 HANDLERS = {
-    MsgType.INIT: "on_init", MsgType.FILES: "on_files", MsgType.CALL: "on_call", MsgType.GET_ATTR: "on_get_attr",
-    MsgType.SET_ATTR: "on_set_attr", MsgType.DELETE: "on_delete", MsgType.BATCH: "on_batch",
+    MsgType.INIT: "on_init",
+    MsgType.FILES: "on_files",
+    MsgType.CALL: "on_call",
+    MsgType.GET_ATTR: "on_get_attr",
+    MsgType.SET_ATTR: "on_set_attr",
+    MsgType.DELETE: "on_delete",
+    MsgType.BATCH: "on_batch",
 }
 
 
@@ -69,7 +74,7 @@ class Handlers:
             f"actor {self.actor_id}: the arguments of this call could not be read from shared memory, so it did "
             f"not run: {exc}. {SHM_LOSS_HINT}"
         )
-        self._reply(Message(exc.type, exc.req_id, [b""], exc.identity), error_body(error, ""), MsgType.ERROR)
+        self._reply(Message(exc.type, exc.req_id, [b""]), error_body(error, ""), MsgType.ERROR)
 
     def _reply_error(self, msg: Message, exc: BaseException) -> None:
         tb_text = traceback.format_exc()
@@ -110,11 +115,11 @@ class Handlers:
                 return
             sys.path.insert(0, str(folder))
             os.chdir(folder)
-        self.client = msg.identity
+        self.client = self.sender
         self.actor_id = body["actor_id"]
         self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
         if self.peer_same_host and self.shm_channel is None:
-            self.use_shared_memory(shm.Channel())
+            self.use_shared_memory(shm_arena.Channel())
         self._open_log(body.get("forward_output", True))
         try:
             cls = self._load_class(body)
@@ -210,7 +215,7 @@ class Handlers:
                 handler = self.handlers.get(msg_type)
                 if handler is None or msg_type is MsgType.BATCH:
                     continue
-                handler(Message(msg_type, rid, [body], msg.identity))
+                handler(Message(msg_type, rid, [body]))
                 if not self.running:
                     break
         finally:

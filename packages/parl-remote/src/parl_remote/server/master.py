@@ -63,6 +63,7 @@ class Master:
         self.pending_logs: dict[int, tuple[bytes, int]] = {}  # forwarded req id -> (requester, its req id)
         self.next_forward_id = 1
         self.running = True
+        self.sender = b""  # the routing identity of the message being handled (what _reply answers)
         self.handlers = {
             MsgType.WORKER_REGISTER: self.on_worker_register,
             MsgType.WORKER_HEARTBEAT: self.on_worker_heartbeat,
@@ -84,7 +85,7 @@ class Master:
         return f"{self.host}:{self.port}"
 
     def _reply(self, msg: Message, body: object = None, msg_type: MsgType = MsgType.REPLY) -> None:
-        zmq_io.send(self.sock, self.signer, msg_type, msg.req_id, body, identity=msg.identity, flags=zmq.NOBLOCK)
+        zmq_io.send(self.sock, self.signer, msg_type, msg.req_id, body, identity=self.sender, flags=zmq.NOBLOCK)
 
     def _send(self, identity: bytes, msg_type: MsgType, body: object, req_id: int = 0) -> None:
         try:
@@ -104,7 +105,7 @@ class Master:
             return
         wid = body["worker_id"]
         old = self.workers.get(wid)
-        info = WorkerInfo(wid, msg.identity, body["host"], body["pid"], body["cpus_total"])
+        info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         for job in body.get("vacant_jobs", []):
             info.vacant[job["job_id"]] = job
@@ -133,7 +134,7 @@ class Master:
     def on_worker_heartbeat(self, msg: Message) -> None:
         body = msg.body()
         info = self.workers.get(body["worker_id"])
-        if not self._known(msg, info if info is not None and info.identity == msg.identity else None):
+        if not self._known(msg, info if info is not None and info.identity == self.sender else None):
             return
         info.metrics.update({k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")})
         self._reply(msg, None)
@@ -211,7 +212,7 @@ class Master:
             self._reply(msg, {"kind": "version", "message": text}, MsgType.ERROR)
             return
         cid = body["client_id"]
-        info = ClientInfo(cid, msg.identity, body["host"], body["pid"], body["script"], body["started_at"])
+        info = ClientInfo(cid, self.sender, body["host"], body["pid"], body["script"], body["started_at"])
         info.actors = {a for a in body.get("actors", []) if a in self.actors}
         self.clients[cid] = info
         self._reply(msg, {"master_pid": os.getpid(), "version": __version__, "address": self.address})
@@ -221,7 +222,7 @@ class Master:
         info = self.clients.get(body["client_id"])
         if not self._known(msg, info):
             return
-        info.identity = msg.identity if body.get("from_requests") else info.identity
+        info.identity = self.sender if body.get("from_requests") else info.identity
         self._reply(msg, None)
 
     def on_client_bye(self, msg: Message) -> None:
@@ -305,7 +306,7 @@ class Master:
             return
         forward_id = self.next_forward_id
         self.next_forward_id += 1
-        self.pending_logs[forward_id] = (msg.identity, msg.req_id)
+        self.pending_logs[forward_id] = (self.sender, msg.req_id)
         self._send(worker.identity, MsgType.READ_LOG, body, req_id=forward_id)
 
     # -------------------------------------------------------------------------------------- loop
@@ -350,11 +351,12 @@ class Master:
 
     def _handle_one(self) -> None:
         try:
-            msg = zmq_io.recv(self.sock, self.signer, has_identity=True)
+            received = zmq_io.recv_routed(self.sock, self.signer)
         except protocol.Notice:
             return
-        if msg is None:
+        if received is None:
             return
+        self.sender, msg = received
         handler = self.handlers.get(msg.type)
         if handler is None:
             logger.warning("master: unexpected message %s", msg.type.name)

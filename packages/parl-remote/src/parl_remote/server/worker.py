@@ -240,11 +240,11 @@ class Worker(JobPool):
             if zygote_fd is not None and zygote_fd in ready:
                 self._on_zygote_output()
             if self.job_sock in ready:
-                self._drain(self.job_sock, self.job_handlers, has_identity=True)
+                self._drain(self.job_sock, self.job_handlers, routed=True)
             if self.master in ready:
                 self.last_master_reply = time.monotonic()
                 self.reconnect_interval_s = interval_s
-                self._drain(self.master, self.handlers, has_identity=False)
+                self._drain(self.master, self.handlers, routed=False)
             self._check_jobs()
             now = time.monotonic()
             if now >= self.next_sweep or self.ended_logs >= 50:
@@ -286,10 +286,14 @@ class Worker(JobPool):
             return True
         return any(job.popen is not None or (job.actor_id and job.max_memory_mb) for job in self.jobs.values())
 
-    def _drain(self, sock: zmq.Socket, handlers: dict, has_identity: bool) -> None:
+    def _drain(self, sock: zmq.Socket, handlers: dict, routed: bool) -> None:
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
-                msg = zmq_io.recv(sock, self.signer, has_identity=has_identity)
+                if routed:  # the jobs' ROUTER: who sent it is in the message body (job_id)
+                    received = zmq_io.recv_routed(sock, self.signer)
+                    msg = None if received is None else received[1]
+                else:
+                    msg = zmq_io.recv(sock, self.signer)
             except protocol.Notice as notice:
                 logger.error("master refused worker %s: %s", self.worker_id, notice.text)
                 self.running = False
@@ -301,6 +305,7 @@ class Worker(JobPool):
                 logger.warning("worker: unexpected message %s", msg.type.name)
             else:
                 handler(msg)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a worker process (started by ``xparl start`` / ``xparl connect`` / ``connect()``)."""

@@ -42,7 +42,7 @@ class Connection(Protocol):
         closed: True after ``close`` (or once the transport saw the connection end).
         ever_connected: True once the peer was reached.
         lost_text: what to say about a lost connection when nobody knows why (for ``ActorDiedError``).
-        channel: the same-host shared-memory arenas (``shm.Channel``) large buffers travel through, or None.
+        channel: the same-host shared-memory arenas (``shm_arena.Channel``) large buffers travel through, or None.
         poll_key: what a ``zmq.Poller`` waits on for this connection (a zmq socket or a file descriptor).
     """
 

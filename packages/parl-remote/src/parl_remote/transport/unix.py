@@ -104,7 +104,6 @@ def check_peer(sock: socket.socket, uid: int | None = None, pid: int | None = No
     return None
 
 
-
 class UnixPeer:
     """A ``Connection`` (``base.py``) over a connected Unix stream socket (``stream_io.StreamConnection``).
 
@@ -189,7 +188,7 @@ class UnixPeer:
             raise ConnectionLost(str(exc), wait_s=_DEATH_CAUSE_WAIT_S) from None
         except protocol.Rejected as exc:  # corrupt framing: the stream was closed
             raise ConnectionLost(str(exc), cause=f"its connection broke ({exc})") from None
-        return protocol.decode(self.signer, frames, False, self.channel)
+        return protocol.decode(self.signer, frames, self.channel)
 
     def check_alive(self) -> None:
         """Nothing to watch: the connection's end is reported by ``recv`` / ``send``."""

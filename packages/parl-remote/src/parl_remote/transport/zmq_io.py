@@ -11,8 +11,8 @@ from typing import Any
 
 import zmq
 
-from parl_remote.wire import serialization, shm
-from parl_remote.wire.protocol import Message, MsgType, Rejected, decode, encode, notice_frames, notice_text
+from parl_remote.wire import serialization, shm_arena
+from parl_remote.wire.protocol import Message, MsgType, Rejected, Unreadable, decode, encode, notice_frames, notice_text
 from parl_remote.wire.signing import Signer
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def send(
     identity: bytes | None = None,
     payload: list | None = None,
     flags: int = 0,
-    use_shm: bool | shm.Channel | None = False,
+    use_shm: bool | shm_arena.Channel | None = False,
 ) -> None:
     """Signs and sends a message.
 
@@ -139,33 +139,59 @@ def send_notice(sock: zmq.Socket, msg_type: MsgType, text: str, identity: bytes 
         pass
 
 
-
-def recv(
-    sock: zmq.Socket,
-    signer: Signer,
-    has_identity: bool,
-    reply_notices: bool = True,
-    flags: int = 0,
-    channel: shm.Channel | None = None,
-) -> Message | None:
-    """Receives one message; returns None (after logging) when it had to be dropped.
+def recv(sock: zmq.Socket, signer: Signer, flags: int = 0, channel: shm_arena.Channel | None = None) -> Message | None:
+    """Receives one message on a socket with one peer (DEALER); returns None (after logging) when it had to
+    be dropped.
 
     Args:
         sock: the socket to read (a message must be ready or this blocks, unless ``flags`` say otherwise).
         signer: the cluster's signer.
-        has_identity: True for a ROUTER socket.
-        reply_notices: on a ROUTER socket, answer a rejected message with an unsigned notice.
         flags: zmq receive flags (``zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is there).
         channel: the connection's shared-memory arenas (same-host peers), or None.
 
     Raises:
         Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
+        Unreadable: a correctly signed message whose shared-memory buffers are gone (answer it).
     """
     frames = recv_frames(sock, flags)
     try:
-        return decode(signer, frames, has_identity, channel)
+        return decode(signer, frames, channel)
     except Rejected as exc:
-        logger.warning("dropped a message from %r: %s", bytes(frames[0]) if has_identity else "peer", exc)
-        if reply_notices and has_identity and exc.notice is not None:
-            send_notice(sock, exc.notice, notice_text(exc.notice), identity=bytes(frames[0]))
+        logger.warning("dropped a message from the peer: %s", exc)
         return None
+
+
+def recv_routed(
+    sock: zmq.Socket,
+    signer: Signer,
+    reply_notices: bool = True,
+    flags: int = 0,
+    channel: shm_arena.Channel | None = None,
+) -> tuple[bytes, Message] | None:
+    """Receives one message on a ROUTER socket: ``(peer, message)``, where ``peer`` is the sender's routing
+    identity (what ``send`` takes to answer it); returns None (after logging) when it had to be dropped.
+
+    Args:
+        sock: the ROUTER socket to read (a message must be ready or this blocks, unless ``flags`` say
+            otherwise).
+        signer: the cluster's signer.
+        reply_notices: answer a rejected message with an unsigned notice.
+        flags: zmq receive flags (``zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is there).
+        channel: the connection's shared-memory arenas (same-host peers), or None.
+
+    Raises:
+        Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
+        Unreadable: as ``recv``; its ``peer`` is set.
+    """
+    frames = recv_frames(sock, flags)
+    peer = bytes(frames[0])
+    try:
+        return peer, decode(signer, frames[1:], channel)
+    except Rejected as exc:
+        logger.warning("dropped a message from %r: %s", peer, exc)
+        if reply_notices and exc.notice is not None:
+            send_notice(sock, exc.notice, notice_text(exc.notice), identity=peer)
+        return None
+    except Unreadable as exc:
+        exc.peer = peer
+        raise

@@ -130,7 +130,7 @@ class ZmqPeer:
     @sigint.defer_ctrl_c_in
     def _recv_one(self) -> Message:
         """Reads one whole message (a Ctrl-C meanwhile waits for it, at most ``_POLL_MS``) and decodes it."""
-        return protocol.decode(self.signer, zmq_io.recv_frames(self.sock), False, self.channel)
+        return protocol.decode(self.signer, zmq_io.recv_frames(self.sock), self.channel)
 
     # -------------------------------------------------------------------------------- liveness
     def _process_monitor(self) -> None:
@@ -167,7 +167,6 @@ class ZmqPeer:
             pass
         self.monitor.close(linger=0)
         self.sock.close(linger=linger_ms)
-
 
 
 class RouterRoute:

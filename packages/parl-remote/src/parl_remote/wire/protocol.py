@@ -14,8 +14,9 @@ verifies and decodes them (``decode``)::
 
     SIGNATURE = HMAC-SHA256(token, HEADER || BODY || for each later frame: len (u64 BE) || bytes)
 
-On a zmq ROUTER socket the frames are preceded by the peer's routing identity frame (``decode``'s
-``has_identity``); on a Unix stream they follow a length prefix (``framing.py``).
+The transports add their own framing around these frames, and strip it before ``decode``: a zmq ROUTER
+socket's routing identity frame (``transport/zmq_io.recv_routed``), a Unix stream's length prefix
+(``framing.py``). A decoded ``Message`` knows nothing of either.
 
 A small message is one frame (each extra frame costs a send call: measured, 3 frames halved the call
 rate). A message whose signature does not verify is dropped and logged **before anything is
@@ -36,7 +37,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from parl_remote.wire import serialization, shm
+from parl_remote.wire import serialization, shm, shm_arena
 from parl_remote.wire.signing import LEN, Signer
 
 PROTOCOL_VERSION = 2  # 2: shared-memory arena and release entries in the FLAG_SHM manifest
@@ -102,7 +103,6 @@ class Message:
     type: MsgType
     req_id: int
     payload: list  # [body stream, *out-of-band buffers]
-    identity: bytes | None = None  # the sender's routing identity on a ROUTER socket
 
     def body(self) -> Any:
         """Unpickles the message body (protocol 5 stream plus out-of-band buffers)."""
@@ -110,17 +110,17 @@ class Message:
 
 
 def encode(
-    signer: Signer, msg_type: MsgType, req_id: int, payload: list, use_shm: bool | shm.Channel | None = False
+    signer: Signer, msg_type: MsgType, req_id: int, payload: list, use_shm: bool | shm_arena.Channel | None = False
 ) -> list:
     """Returns the frames ``[head, *buffers]`` of a message whose payload is ``[stream, *buffers]``.
 
     Args:
         use_shm: the peer runs on this host: large buffers travel through shared memory (``shm.py``):
-            a ``shm.Channel`` (the connection's reusable arenas, plus its pending release entries) or
+            a ``shm_arena.Channel`` (the connection's reusable arenas, plus its pending release entries) or
             True (one-off files).
     """
     stream = payload[0]
-    if len(payload) == 1 and (use_shm.__class__ is not shm.Channel or not use_shm.released):
+    if len(payload) == 1 and (use_shm.__class__ is not shm_arena.Channel or not use_shm.released):
         # the common small message: one frame, nothing to export (kept short: it is on every call's path)
         header = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, 0, req_id)
         mac = signer._base.copy()
@@ -130,16 +130,16 @@ def encode(
     buffers = payload[1:]
     flags = 0
     if use_shm:
-        exported = (
-            use_shm.export(buffers) if use_shm.__class__ is shm.Channel else (shm.export(buffers) if buffers else None)
-        )
+        if use_shm.__class__ is shm_arena.Channel:
+            exported = use_shm.export(buffers)
+        else:
+            exported = shm.export(buffers) if buffers else None
         if exported is not None:
             manifest, inline = exported
             buffers = [manifest, *inline]
             flags = FLAG_SHM
     header = HEADER.pack(MAGIC, PROTOCOL_VERSION, msg_type, flags, req_id)
     return [header + signer.sign(header, stream, buffers) + bytes(stream), *buffers]
-
 
 
 def notice_frames(msg_type: MsgType, text: str) -> list:
@@ -152,7 +152,6 @@ def notice_text(notice: MsgType) -> str:
     if notice is MsgType.VERSION_MISMATCH:
         return f"this xparl cluster speaks protocol {PROTOCOL_VERSION}; upgrade parl-remote on both sides"
     return "the cluster rejected the message signature: the token differs from the cluster's"
-
 
 
 _NO_SIGNATURE = bytes(SIGNATURE_BYTES)
@@ -174,14 +173,16 @@ class Unreadable(Exception):
 
     Attributes:
         type: the message's type. req_id: its request id (0: a notification, nothing to answer).
-        identity: the sender's routing identity (ROUTER sockets), else None.
+        peer: who sent it, filled in by the transport that received it where one socket serves several
+            peers (a zmq ROUTER's routing identity); None otherwise.
     """
 
-    def __init__(self, reason: str, msg_type: MsgType, req_id: int, identity: bytes | None) -> None:
+    peer: bytes | None = None
+
+    def __init__(self, reason: str, msg_type: MsgType, req_id: int) -> None:
         super().__init__(reason)
         self.type = msg_type
         self.req_id = req_id
-        self.identity = identity
 
 
 class Rejected(Exception):
@@ -195,13 +196,12 @@ class Rejected(Exception):
 _MIN_HEAD = HEADER.size + SIGNATURE_BYTES
 
 
-def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channel | None = None) -> Message:
+def decode(signer: Signer, frames: list, channel: shm_arena.Channel | None = None) -> Message:
     """Verifies and decodes received frames (nothing is unpickled here).
 
     Args:
         signer: the cluster's signer.
-        frames: the frames as received (bytes or zmq.Frame).
-        has_identity: True on a ROUTER socket (frame 0 is the peer identity).
+        frames: the message's frames (bytes or zmq.Frame), without any transport framing or routing frame.
         channel: the connection's shared-memory arenas (same-host peers), or None.
 
     Returns:
@@ -212,10 +212,6 @@ def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channe
         Notice: an unsigned AUTH_FAILED / VERSION_MISMATCH notice from the peer.
         Unreadable: a correctly signed message whose shared-memory buffers are gone (answer it).
     """
-    identity = None
-    if has_identity:
-        identity = bytes(frames[0])
-        frames = frames[1:]
     if not frames:
         raise Rejected("empty message", MsgType.AUTH_FAILED)
     head = frames[0]
@@ -247,8 +243,8 @@ def decode(signer: Signer, frames: list, has_identity: bool, channel: shm.Channe
         try:
             buffers = shm.restore(buffers[0], buffers[1:], channel)
         except (OSError, ValueError, StopIteration) as exc:
-            raise Unreadable(f"its shared-memory buffers are unavailable ({exc})", msg_type, req_id, identity) from None
-    return Message(msg_type, req_id, [body, *buffers], identity)
+            raise Unreadable(f"its shared-memory buffers are unavailable ({exc})", msg_type, req_id) from None
+    return Message(msg_type, req_id, [body, *buffers])
 
 
 _TYPES = {int(t): t for t in MsgType}
