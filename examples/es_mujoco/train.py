@@ -166,6 +166,8 @@ class ActorPool:
         if hp.cluster:
             parl_remote.connect(hp.cluster, resource_wait_s=hp.resource_wait_s)
         else:
+            # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
+            os.environ.setdefault("XPARL_PRELOAD", "gymnasium,mujoco,evokit")
             parl_remote.connect(cpu_num=hp.cpu_num, resource_wait_s=hp.resource_wait_s)
         self.remote_cls = parl_remote.remote_class(wait=False)(ESActor)
         self.next_id = 0

@@ -423,6 +423,8 @@ def main() -> None:
         MLPModel(probe.single_observation_space.shape[0], int(space.n), cfg["hidden"])
     probe.close()
     if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
+        # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
+        os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
         parl.connect(cpu_num=args.actors + 1)
     else:
         parl.connect(args.address)

@@ -248,6 +248,8 @@ def main() -> None:
     alg = IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
                                  clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"])
     if args.address is None:  # one CPU per actor, plus one for a replacement while a dead actor's is freed
+        # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
+        os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
         parl.connect(cpu_num=args.actors + 1)
     else:
         parl.connect(args.address)

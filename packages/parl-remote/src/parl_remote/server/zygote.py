@@ -10,6 +10,12 @@ and reads JSON lines from its stdout::
     {"event": "spawned", "job_id": "j-...", "pid": 123}
     {"event": "exit", "pid": 123, "returncode": -9}      (negative: killed by that signal, like Popen)
 
+``XPARL_PRELOAD`` (comma-separated module names, e.g. ``torch,gymnasium``) names modules the zygote imports
+before it forks any job, so that an actor whose class needs them starts without importing them again (torch
+costs seconds of CPU per process). Modules are only imported, never initialised further (no threads, no
+devices), so forking stays safe; one that fails to import is reported in the worker's job start-up log and
+left to the jobs.
+
 The zygote dies with its worker (``PR_SET_PDEATHSIG`` and end of stdin); its jobs die with it. It
 sleeps until a request arrives or a job ends (``SIGCHLD``, delivered through ``signal.set_wakeup_fd``):
 no periodic wake-ups that would take a core from busy actors.
@@ -17,6 +23,7 @@ no periodic wake-ups that would take a core from busy actors.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -60,9 +67,28 @@ def _emit(event: dict) -> None:
     sys.stdout.flush()
 
 
+def preload(names: str) -> list[str]:
+    """Imports the comma-separated modules of ``names`` (``XPARL_PRELOAD``); returns those imported.
+
+    A module that cannot be imported is reported on stderr (the worker's job start-up log), not raised: the
+    jobs that need it import it themselves, and report the error where the user sees it.
+    """
+    loaded = []
+    for name in filter(None, (part.strip() for part in names.split(","))):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any import-time failure of a user module
+            print(f"[xparl] XPARL_PRELOAD: cannot import {name!r} ({type(exc).__name__}: {exc}); "
+                  "jobs import it themselves", file=sys.stderr)  # fmt: skip
+        else:
+            loaded.append(name)
+    return loaded
+
+
 def main() -> None:
     """Serves spawn requests until stdin closes."""
     job._set_parent_death_signal()
+    preload(os.environ.get("XPARL_PRELOAD", ""))
     stdin = sys.stdin.fileno()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
