@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 import parl
 from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
+from parl.env import is_minatar, make_minatar
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
@@ -81,6 +82,8 @@ def make_envs(env_id: str, num_envs: int, cfg: dict) -> gym.vector.VectorEnv:
         gym.register_envs(ale_py)
         return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
                             wrappers=[lambda env: wrap_deepmind(env, dim=cfg["dim"], obs_format="NCHW")])
+    if is_minatar(env_id):  # flat float32 observations [10 * 10 * C] (parl.env.make_minatar)
+        return gym.vector.SyncVectorEnv([lambda: make_minatar(env_id) for _ in range(num_envs)])
     mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
     return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
 
@@ -263,6 +266,8 @@ def main() -> None:
     if args.actors < 1:
         parser.error("--actors must be >= 1")
     cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
+    if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
+        cfg.update(total_steps=5_000_000, target_return=float("inf"), eval_trigger=float("inf"))
     for key in ("envs_per_actor", "unroll_length", "lr", "total_steps", "target_return"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)

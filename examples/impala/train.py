@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 import parl
 from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process does not inherit set_backend
+from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
 from parl.utils import summary
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
@@ -72,6 +73,8 @@ def make_env(env_id: str, dim: int = 42) -> gym.Env:
 
         gym.register_envs(ale_py)
         return wrap_deepmind(gym.make(env_id), dim=dim, obs_format="NCHW")
+    if is_minatar(env_id):  # flat float32 observations [10 * 10 * C] (parl.env.make_minatar)
+        return MonitorEnv(make_minatar(env_id))
     return MonitorEnv(gym.make(env_id))
 
 
@@ -229,6 +232,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
+    if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
+        cfg.update(total_steps=5_000_000, target_return=float("inf"), eval_trigger=float("inf"))
     if args.lr is not None:
         cfg["lr"] = cfg["lr_final"] = args.lr
     E = args.envs_per_actor or cfg["envs_per_actor"]

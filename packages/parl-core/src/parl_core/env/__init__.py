@@ -6,6 +6,7 @@
   presented as a gymnasium env, keeping ``truncated`` apart from ``terminated``.
 - :class:`ActionMappingWrapper` (``continuous_wrappers``), :func:`wrap_rms` (``mujoco_wrappers``),
   :class:`VectorEnv` (``vector_env``).
+- :func:`make_minatar` (``minatar_wrappers``): MinAtar's games with flat float32 observations.
 
 gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``.
 """
@@ -21,6 +22,8 @@ _HOMES = {
     "CompatWrapper": "compat_wrappers",
     "OldGymToGymnasiumWrapper": "gymnasium_wrappers",
     "VectorEnv": "vector_env",
+    "is_minatar": "minatar_wrappers",
+    "make_minatar": "minatar_wrappers",
     "wrap_rms": "mujoco_wrappers",
 }
 __all__ = sorted(_HOMES)
