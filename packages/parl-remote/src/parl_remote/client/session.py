@@ -41,6 +41,9 @@ from parl_remote.wire.signing import Signer
 
 logger = logging.getLogger(__name__)
 
+# the longest an embedded cluster's worker may take to register before actor creation gives up
+_EMBEDDED_WORKER_START_S = 120.0
+
 
 class Client:
     """A connection of this process to a cluster. Use ``connect()`` rather than this class directly.
@@ -140,6 +143,7 @@ class Client:
 
     def _acquire(self, class_name: str, max_memory_mb: float | None, n_gpu: int) -> dict:
         deadline = time.monotonic() + self.resource_wait_s
+        startup_deadline = 0.0
         delay_s = 0.01
         warned = False
         while True:
@@ -156,7 +160,24 @@ class Client:
                 )
             if kind is not MsgType.NO_RESOURCE:
                 raise RemoteError(f"unexpected answer from the master: {kind.name} {body!r}")
-            if time.monotonic() >= deadline:
+            starting = body["total"] == 0 or body["used"] + body.get("ready", body["vacant"]) < body["total"]
+            if starting and self.embedded is not None:
+                # the embedded cluster's worker or its jobs are still starting (an interpreter, the zygote and its
+                # XPARL_PRELOAD imports): that does not count against resource_wait_s, but has a limit of its own
+                startup_deadline = startup_deadline or time.monotonic() + _EMBEDDED_WORKER_START_S
+                if time.monotonic() >= startup_deadline:
+                    raise ResourceError(
+                        f"the embedded cluster did not start its jobs within {_EMBEDDED_WORKER_START_S:g} s; see its "
+                        f"logs in {self.embedded.log_dir} (worker-*.log; jobs.log under <state dir>/logs)"
+                    )
+                deadline = time.monotonic() + self.resource_wait_s
+            elif body["total"] == 0 and time.monotonic() >= deadline:
+                raise ResourceError(
+                    f"no free CPU for a {class_name} actor after waiting {self.resource_wait_s:g} s: the cluster at "
+                    f"{self.address} has no worker. Add one: `xparl connect --address {self.address}` on a machine "
+                    "with CPUs to spare"
+                )
+            elif time.monotonic() >= deadline:
                 raise ResourceError(
                     f"no free CPU for a {class_name} actor after waiting {self.resource_wait_s:g} s: the cluster at "
                     f"{self.address} has {body['total']} CPUs on {body['workers']} workers, {body['used']} in use. "

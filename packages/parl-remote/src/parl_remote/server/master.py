@@ -242,7 +242,9 @@ class Master:
     def capacity(self) -> dict:
         total = sum(w.cpus_total for w in self.workers.values())
         used = sum(len(w.busy) for w in self.workers.values())
-        return {"total": total, "used": used, "vacant": max(0, total - used), "workers": len(self.workers)}
+        ready = sum(len(w.vacant) for w in self.workers.values())  # free CPUs whose job process is up
+        workers = len(self.workers)
+        return {"total": total, "used": used, "vacant": max(0, total - used), "ready": ready, "workers": workers}
 
     def on_acquire(self, msg: Message) -> None:
         body = msg.body()
