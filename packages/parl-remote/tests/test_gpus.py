@@ -63,7 +63,7 @@ def gpu_cluster(xparl_home):
 
 @pytest.fixture
 def on_gpus(gpu_cluster):
-    client = xparl.connect(gpu_cluster.address, token=gpu_cluster.token)
+    xparl.connect(gpu_cluster.address, token=gpu_cluster.token)
     status = ClusterClient(gpu_cluster.address, token=gpu_cluster.token, timeout_s=3.0)
     yield status
     status.close()
