@@ -204,15 +204,14 @@ def _checkpoint_round_trip(tmp_path, save_device, load_device, map_location):
     for key, weights in saver.alg.get_all_weights().items():
         for name, value in weights.items():
             np.testing.assert_array_equal(loader.alg.get_all_weights()[key][name], value)
-    next_batch = batch(rng)
-    torch.manual_seed(3)
-    expected = [float(x) for x in saver.learn(*next_batch)]
-    torch.manual_seed(3)
-    got = [float(x) for x in loader.learn(*next_batch)]
-    if resolve_device(save_device) == resolve_device(load_device):
-        assert got == expected
-    else:  # other kernels: same values up to rounding
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    obs = batch(rng)[0]
+    np.testing.assert_allclose(loader.predict(obs), saver.predict(obs), rtol=1e-5, atol=1e-6)
+    if resolve_device(save_device) == resolve_device(load_device):  # (the RNG streams of two devices differ)
+        next_batch = batch(rng)
+        torch.manual_seed(3)
+        expected = [float(x) for x in saver.learn(*next_batch)]
+        torch.manual_seed(3)
+        assert [float(x) for x in loader.learn(*next_batch)] == expected
 
 
 @pytest.mark.parametrize("map_location", [None, "cpu", torch.device("cpu")])
