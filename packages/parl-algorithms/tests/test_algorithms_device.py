@@ -224,3 +224,39 @@ def test_checkpoint_restores_with_any_map_location(tmp_path, map_location):
 @pytest.mark.parametrize(("save_device", "load_device"), [("cuda", "cpu"), ("cpu", "cuda")])
 def test_checkpoint_moves_between_gpu_and_cpu(tmp_path, save_device, load_device):
     _checkpoint_round_trip(tmp_path, save_device, load_device, None)
+
+
+def test_paddle_algorithms_take_device():
+    M = models("paddle")  # skipped where paddle is not installed
+    import paddle
+
+    import parl_algorithms.paddle as paddle_algs
+
+    available = [name for name in paddle_algs.__all__ if _paddle_has(paddle_algs, name)]
+    assert "DQN" in available
+    assert [n for n in available if "device" not in inspect.signature(getattr(paddle_algs, n)).parameters] == []
+    before = paddle.get_device()
+    try:
+        alg = M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3, device="cpu")
+        assert alg.device == "cpu" and paddle.get_device() == "cpu"
+        rng = np.random.default_rng(0)
+        loss = alg.learn(*(paddle.to_tensor(x) for x in CASES["DQN"][1](rng)))
+        assert np.isfinite(float(loss))
+        assert all(p.place.is_cpu_place() for p in alg.model.parameters())
+        if not paddle.device.is_compiled_with_cuda():
+            with pytest.raises(ValueError, match="device='cpu'"):
+                M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3, device="cuda")
+        with pytest.raises(ValueError, match="not a paddle device"):
+            M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3, device="tpu")
+        with pytest.raises(TypeError, match="device='cpu'"):
+            M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3, device=0)
+    finally:
+        paddle.set_device(before)
+
+
+def _paddle_has(module, name):
+    try:
+        getattr(module, name)
+    except ImportError:  # an algorithm with no paddle implementation
+        return False
+    return True
