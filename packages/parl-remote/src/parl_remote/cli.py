@@ -59,12 +59,12 @@ def _gpu_option(whose: str):
                              "(nvidia-ml-py) or CUDA_VISIBLE_DEVICES; none if neither is there]")
 
 
-def _resolve_gpus(gpu: str | None, required: bool = False) -> str:
+def _resolve_gpus(gpu: str | None) -> str:
     """The ``--gpu`` value passed to the worker (checked here, so a bad id fails the command itself)."""
     from parl_remote import gpus
 
     try:
-        ids, warning = gpus.resolve(gpu, required=required)
+        ids, warning = gpus.resolve(gpu)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if warning:
@@ -99,13 +99,17 @@ def main() -> None:
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
 @_gpu_option("the local worker")
 @click.option("--gpu-cluster", "--gpu_cluster", "gpu_cluster", is_flag=True, default=False,
-              help="PARL's GPU cluster: the local worker must offer GPUs (detected, or --gpu); CPU actors still run.")
+              help="PARL's spelling, accepted: one cluster holds CPU and GPU workers, so it changes nothing; "
+                   "the local worker offers the GPUs of --gpu (or those detected).")
 def start(
     port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, no_monitor: bool,
     gpu: str | None, gpu_cluster: bool,
 ) -> None:
     """Start a master and a local worker in the background."""
-    gpus = _resolve_gpus(gpu, required=gpu_cluster)
+    gpus = _resolve_gpus(gpu)
+    if gpu_cluster and not gpus:
+        click.echo("note: --gpu_cluster, but this machine offers no GPU; add GPU workers with "
+                   f"`xparl connect --address <this host>:{port} --gpu 0,1`", err=True)
     cdir = config.cluster_dir(port)
     for info in cluster.recorded_clusters():
         if info["port"] == port and info["alive"]:

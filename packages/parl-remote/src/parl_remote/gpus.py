@@ -58,30 +58,23 @@ def detect() -> list[str]:
     return [str(i) for i in range(count or 0)]
 
 
-def resolve(declared: str | None, *, required: bool = False) -> tuple[list[str], str | None]:
+def resolve(declared: str | None) -> tuple[list[str], str | None]:
     """The GPU ids a worker offers, from its ``--gpu`` flag.
 
     Args:
-        declared: the ``--gpu`` value (``"0,1"``), or None to detect.
-        required: the caller asked for GPUs (``--gpu_cluster``): finding none is an error.
+        declared: the ``--gpu`` value (``"0,1"``, ``""`` for none), or None to detect.
 
     Returns:
         ``(ids, warning)``: ``warning`` is set when ids were declared on a machine where NVML sees no GPU
         (accepted, so that scheduling can be tested on CPU-only machines).
 
     Raises:
-        ValueError: the ids are malformed, an integer id is not one of this machine's GPUs (on a machine
-            with GPUs), or ``required`` and no GPU was found; the message names the fix.
+        ValueError: the ids are malformed, or an integer id is not one of this machine's GPUs (on a machine
+            with GPUs); the message names the fix.
     """
     if declared is None:
-        ids = detect()
-        if required and not ids:
-            raise ValueError("--gpu_cluster: no GPU found on this machine (NVML sees none, or nvidia-ml-py is "
-                             f"missing: {NVML_HINT}); pass the ids explicitly, e.g. --gpu 0,1")
-        return ids, None
+        return detect(), None
     ids = parse_ids(declared)
-    if required and not ids:
-        raise ValueError("--gpu_cluster needs at least one GPU id, e.g. --gpu 0,1")
     count = _nvml_count()
     if not count:
         if not ids:
