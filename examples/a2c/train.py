@@ -86,7 +86,7 @@ def evaluate(alg: parl.algorithms.A2C, env_id: str, seed: int) -> float:
     done = np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -98,6 +98,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/a2c/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=CONFIG["total_steps"])
     parser.add_argument("--target-return", type=float, default=CONFIG["target_return"])
@@ -123,7 +125,7 @@ def main() -> None:
     obs_dim, num_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
     alg = parl.algorithms.A2C(ActorCritic(obs_dim, num_actions, cfg["hidden"]),
                               {"vf_loss_coeff": cfg["vf_loss_coeff"], "learning_rate": cfg["lr"]},
-                              max_grad_norm=0.5, reduction="mean")
+                              max_grad_norm=0.5, reduction="mean", device=args.device)
 
     obs_buf = torch.zeros(t_len, n, obs_dim)
     act_buf = torch.zeros((t_len, n), dtype=torch.long)
@@ -146,15 +148,15 @@ def main() -> None:
             for t in range(t_len):
                 obs_t = torch.as_tensor(obs, dtype=torch.float32)
                 action, value = alg.sample(obs_t)
-                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs_t, action, value.numpy(), ~prev_done
-                obs, reward, terminated, truncated, _ = envs.step(action.numpy())
+                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs_t, action, value.cpu().numpy(), ~prev_done
+                obs, reward, terminated, truncated, _ = envs.step(action.cpu().numpy())
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward, terminated, truncated
                 ep_return += reward
                 prev_done = terminated | truncated
                 if prev_done.any():  # `obs` is the final observation; the env resets on the next step
                     recent.extend(ep_return[prev_done].tolist())
                     ep_return[prev_done] = 0.0
-            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
@@ -185,7 +187,8 @@ def main() -> None:
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
               "reached": reached_at is not None, "updates": updates}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

@@ -138,7 +138,7 @@ class AtariModel(Model):
         return self.value_fc(self.torso(obs / 255.0))
 
 
-def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict) -> A3C:
+def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict, device: str | None = "cpu") -> A3C:
     space = envs.single_action_space
     if not isinstance(space, gym.spaces.Discrete):
         raise SystemExit(f"A2C here needs a Discrete action space; {env_id} has {space}")
@@ -147,7 +147,7 @@ def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict) -> A3C:
     else:
         model = MLPModel(envs.single_observation_space.shape[0], int(space.n), cfg["hidden"])
     return A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
-                               reduction=cfg["reduction"])
+                               reduction=cfg["reduction"], device=device)
 
 
 @parl.remote_class(wait=False)
@@ -197,13 +197,13 @@ class Actor:
             for t in range(T):
                 obs[t], valid[t] = self.obs, ~self.prev_done
                 action, value = self.alg.sample(torch.as_tensor(self.obs, dtype=torch.float32))
-                actions[t], values[t] = action.numpy(), value.numpy()
+                actions[t], values[t] = action.cpu().numpy(), value.cpu().numpy()
                 self.obs, rewards[t], terminated[t], truncated[t], _ = self.envs.step(actions[t])
                 self.ep_return += rewards[t]
                 self.prev_done = terminated[t] | truncated[t]
                 if self.prev_done.any():  # `self.obs` holds the final observations; reset on the next step
                     returns += self._finished_returns(self.prev_done)
-            values[T] = self.alg.value(torch.as_tensor(self.obs, dtype=torch.float32)).numpy()
+            values[T] = self.alg.value(torch.as_tensor(self.obs, dtype=torch.float32)).cpu().numpy()
         # next value of step t = V(obs of step t+1), which for an env that ended at t is its final observation
         advantages, target_values = compute_gae(rewards, values[:T], values[1:], terminated, truncated,
                                                 gamma=self.cfg["gamma"], gae_lambda=self.cfg["gae_lambda"])
@@ -219,7 +219,7 @@ def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     with torch.inference_mode():
         while not done.all():
             obs, reward, terminated, truncated, _ = envs.step(alg.predict(torch.as_tensor(obs, dtype=torch.float32))
-                                                              .numpy())
+                                                              .cpu().numpy())
             returns += reward * ~done
             done |= terminated | truncated
     envs.close()
@@ -258,6 +258,8 @@ def main() -> None:
     parser.add_argument("--unroll-length", type=int, default=None, help="T, steps per unroll (default per env)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default per env)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/a2c_distributed/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
@@ -280,7 +282,7 @@ def main() -> None:
     start = time.perf_counter()
 
     probe = make_envs(args.env, 1, cfg)
-    alg = build_algorithm(probe, args.env, cfg)
+    alg = build_algorithm(probe, args.env, cfg, args.device)
     probe.close()
     if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
         # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
@@ -348,7 +350,8 @@ def main() -> None:
             summary.add_scalar("eval/return_mean", eval_mean, env_steps)
             reached = eval_mean >= target
     wall_s = time.perf_counter() - start
-    result = {"env": args.env, "algorithm": "A2C", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
+    result = {"device": str(alg.device),
+              "env": args.env, "algorithm": "A2C", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
               "unroll_length": T, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),

@@ -87,7 +87,7 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy() * action_scale
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -111,7 +111,7 @@ def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str)
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with torch.no_grad():
-                action = sac.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].numpy()
+                action = sac.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].cpu().numpy()
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -131,6 +131,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/cql/<env>-seed<seed>")
     parser.add_argument("--collect-steps", type=int, default=6_000, help="env steps of the SAC data collector")
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -167,7 +169,7 @@ def main() -> None:
     memory.load(dataset_path)
     cql = parl.algorithms.CQL(ActorCriticModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
                               policy_eval_start=args.policy_eval_start, with_automatic_entropy_tuning=True,
-                              min_q_version=3, min_q_weight=5.0)
+                              min_q_version=3, min_q_weight=5.0, device=args.device)
     eval_mean, reached_at, step = float("-inf"), None, 0
     bar = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
     for step in range(1, args.gradient_steps + 1):
@@ -185,7 +187,8 @@ def main() -> None:
                 break
     bar.close()
     wall = time.perf_counter() - start
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(cql.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps if args.dataset is None else 0, "gradient_steps": step,
               "dataset_size": memory.size(), "dataset_return_mean": dataset_return, "target_return": target,
               "collect_s": round(collect_s, 3), "wall_s": round(wall, 3), "reached": reached_at is not None}

@@ -82,7 +82,7 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy() * action_scale
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -94,6 +94,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/ddpg/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -114,7 +116,7 @@ def main() -> None:
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
     alg = parl.algorithms.DDPG(DDPGModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=ACTOR_LR,
-                               critic_lr=CRITIC_LR)
+                               critic_lr=CRITIC_LR, device=args.device)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, act_dim, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -125,7 +127,7 @@ def main() -> None:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with torch.no_grad():
-                action = alg.predict(torch.as_tensor(obs[None], dtype=torch.float32))[0].numpy()
+                action = alg.predict(torch.as_tensor(obs[None], dtype=torch.float32))[0].cpu().numpy()
             action = np.clip(action + rng.normal(0.0, args.expl_noise, act_dim), -1.0, 1.0).astype(np.float32)
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
@@ -157,7 +159,8 @@ def main() -> None:
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
               "reached": reached_at is not None}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

@@ -119,7 +119,7 @@ def evaluate(alg, env_id: str, seed: int, tensors: Tensors) -> float:
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with tensors.no_grad():
         while not done.all():
-            action = alg.predict(tensors.from_numpy(obs.astype(np.float32))).argmax(1).numpy()
+            action = alg.predict(tensors.from_numpy(obs.astype(np.float32))).argmax(1).cpu().numpy()
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -132,6 +132,8 @@ def main() -> None:
     parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/dqn/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=50_000)
     parser.add_argument("--target-return", type=float, default=475.0)
@@ -152,7 +154,8 @@ def main() -> None:
     q_network, dueling_q_network = define_networks(args.backend)  # selects the backend: before parl.algorithms
     algo_cls = parl.algorithms.DDQN if args.double else parl.algorithms.DQN
     network = dueling_q_network if args.dueling else q_network
-    alg = algo_cls(network(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0)
+    alg = algo_cls(network(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0,
+                   **({"device": args.device} if args.backend == "torch" else {}))
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -204,7 +207,8 @@ def main() -> None:
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,
+    result = {"device": str(getattr(alg, "device", args.backend)),
+              "env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,
               "seed": args.seed, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),
               "target_return": args.target_return, "reached": reached_at is not None, "gradient_steps": grad_steps}

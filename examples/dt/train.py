@@ -127,7 +127,7 @@ def collect(env_id: str, seed: int, steps: int, learning_starts: int) -> list[di
             act = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with torch.no_grad():
-                act = sac.sample(torch.as_tensor(obs, dtype=torch.float32))[0].numpy()
+                act = sac.sample(torch.as_tensor(obs, dtype=torch.float32))[0].cpu().numpy()
         next_obs, rew, term, trunc, _ = env.step(act * scale)
         memory.append(obs, act, rew, next_obs, term)
         for key, value in (("obs", obs), ("act", act), ("rew", rew)):
@@ -187,7 +187,7 @@ def evaluate(alg: parl.Algorithm, data: Segments, env_id: str, seed: int, target
             act = alg.predict(torch.as_tensor(np.stack(states, 1), dtype=torch.float32),
                               torch.as_tensor(np.stack(actions, 1)), None,
                               torch.as_tensor(np.stack(rtg, 1)[..., None], dtype=torch.float32),
-                              torch.arange(t + 1).repeat(n, 1).clamp(max=MAX_EP_LEN - 1)).numpy()
+                              torch.arange(t + 1).repeat(n, 1).clamp(max=MAX_EP_LEN - 1)).cpu().numpy()
         actions[-1] = act
         obs, rew, term, trunc, _ = envs.step(act * scale)
         total += rew * ~finished
@@ -205,6 +205,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/dt/<env>-seed<seed>")
     parser.add_argument("--collect-steps", type=int, default=8_000, help="env steps of the SAC data collector")
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -230,7 +232,7 @@ def main() -> None:
 
     obs_dim, act_dim = episodes[0]["obs"].shape[1], episodes[0]["act"].shape[1]
     alg = parl.algorithms.DecisionTransformer(DTModel(obs_dim, act_dim), learning_rate=1e-3, warmup_steps=500,
-                                              weight_decay=1e-4)
+                                              weight_decay=1e-4, device=args.device)
     eval_mean, reached, evals = float("-inf"), False, []
     progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
     for step in range(1, args.gradient_steps + 1):
@@ -246,7 +248,8 @@ def main() -> None:
                 reached = True
                 break
     progress.close()
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps, "gradient_steps": step, "episodes": len(episodes),
               "dataset_return_mean": dataset_return, "condition_return": best_return, "target_return": target,
               "collect_s": round(collect_s, 3), "wall_s": round(time.perf_counter() - start, 3), "reached": reached,

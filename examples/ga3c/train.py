@@ -195,7 +195,7 @@ class Learner:
     def __init__(self, args: argparse.Namespace, cfg: dict, model: Model, start: float):
         self.args, self.cfg, self.start = args, cfg, start
         self.alg = A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
-                                       reduction=cfg["reduction"])
+                                       reduction=cfg["reduction"], device=args.device)
         self.prediction_queue: queue.Queue = queue.Queue()
         self.training_queue: queue.Queue = queue.Queue(maxsize=4 * args.actors)  # bounds the policy lag
         self.answers = [queue.Queue(maxsize=1) for _ in range(args.actors)]
@@ -315,7 +315,7 @@ class Learner:
             obs = np.concatenate([o for _, o in requests])
             with torch.inference_mode():
                 actions, values = self.alg.sample(torch.as_tensor(obs, dtype=torch.float32))
-            actions, values = actions.numpy(), values.numpy()
+            actions, values = actions.cpu().numpy(), values.cpu().numpy()
             start = 0
             for ident, o in requests:
                 self.answers[ident].put((actions[start:start + len(o)], values[start:start + len(o)]))
@@ -345,7 +345,7 @@ def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, bool)
     while not done.all():
         with torch.inference_mode():
-            actions = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            actions = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
         obs, reward, terminated, truncated, _ = envs.step(actions)
         returns += reward * ~done
         done |= terminated | truncated
@@ -400,6 +400,8 @@ def main() -> None:
     parser.add_argument("--train-batch", type=int, default=None, help="transitions per learn (default per env)")
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default per env)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/ga3c/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")

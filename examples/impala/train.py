@@ -144,7 +144,7 @@ class Actor:
         torch.manual_seed(seed)
         self.envs = [make_env(env_id, cfg.get("dim", 42)) for _ in range(num_envs)]
         self.model = build_model(self.envs[0], cfg)
-        self.alg = IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"])
+        self.alg = IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"], device="cpu")
         self.unroll_length = unroll_length
         self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
 
@@ -176,8 +176,8 @@ class Actor:
                 action, logit = self.alg.sample(torch.from_numpy(self.obs).float())
                 if logits is None:
                     logits = np.empty((T, E, logit.shape[1]), np.float32)
-                logits[t] = logit.numpy()
-                actions[t] = action.numpy()
+                logits[t] = logit.cpu().numpy()
+                actions[t] = action.cpu().numpy()
                 for i, env in enumerate(self.envs):
                     next_obs, reward, terminated, truncated, _ = env.step(int(actions[t, i]))
                     if terminated or truncated:
@@ -198,7 +198,7 @@ def evaluate(alg, env_id: str, cfg: dict, seed: int) -> list[float]:
     done = np.zeros(EVAL_EPISODES, bool)
     with torch.inference_mode():
         while not done.all():
-            actions = alg.predict(torch.from_numpy(obs).float()).numpy()
+            actions = alg.predict(torch.from_numpy(obs).float()).cpu().numpy()
             for i, env in enumerate(envs):
                 if done[i]:
                     continue
@@ -225,6 +225,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=None, help="initial learning rate (default per env)")
     parser.add_argument("--inflight", type=int, default=2, help="calls queued on each actor")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/impala/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
@@ -251,7 +253,8 @@ def main() -> None:
     model = build_model(probe, cfg)
     probe.close()
     alg = IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
-                                 clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"])
+                                 clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"],
+                 device=args.device)
     if args.address is None:  # one CPU per actor, plus one for a replacement while a dead actor's is freed
         # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
         os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
@@ -347,6 +350,7 @@ def main() -> None:
         else:
             eval_returns = evaluate(alg, args.env, cfg, args.seed)
     result = {
+        "device": str(alg.device),
         "env": args.env, "algorithm": "IMPALA", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
         "unroll_length": T, "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",

@@ -120,7 +120,7 @@ def collect(env_id: str, seed: int, steps: int, learning_starts: int) -> tuple[R
             act = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with torch.no_grad():
-                act = sac.sample(torch.as_tensor(obs, dtype=torch.float32))[0].numpy()
+                act = sac.sample(torch.as_tensor(obs, dtype=torch.float32))[0].cpu().numpy()
         next_obs, rew, term, trunc, _ = env.step(act * scale)
         memory.append(obs, act, rew, next_obs, term)
         episode_return, obs = episode_return + rew, next_obs
@@ -140,7 +140,7 @@ def evaluate(alg: parl.Algorithm, env_id: str, seed: int) -> float:
     total, finished = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     while not finished.all():
         with torch.no_grad():
-            act = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            act = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
         obs, rew, term, trunc, _ = envs.step(act * scale)
         total += rew * ~finished
         finished |= term | trunc
@@ -152,6 +152,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/iql/<env>-seed<seed>")
     parser.add_argument("--collect-steps", type=int, default=6_000, help="env steps of the SAC data collector")
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -176,7 +178,7 @@ def main() -> None:
     summary.add_scalar("dataset/return_mean", dataset_return, 0)
 
     iql = parl.algorithms.IQL(IQLModel(memory.obs_dim, memory.act_dim), max_steps=args.gradient_steps, lr=LR,
-                              tau=args.expectile, beta=args.beta, discount=GAMMA)
+                              tau=args.expectile, beta=args.beta, discount=GAMMA, device=args.device)
     eval_mean, reached, evals = float("-inf"), False, []
     progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
     for step in range(1, args.gradient_steps + 1):
@@ -193,7 +195,8 @@ def main() -> None:
                 reached = True
                 break
     progress.close()
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(iql.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps, "gradient_steps": step, "dataset_size": memory.size(),
               "dataset_return_mean": dataset_return, "target_return": target, "collect_s": round(collect_s, 3),
               "wall_s": round(time.perf_counter() - start, 3), "reached": reached, "evals": evals}

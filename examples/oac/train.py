@@ -77,7 +77,7 @@ def evaluate(alg: parl.Algorithm, env_id: str, seed: int, scale: float) -> float
     total, finished = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     while not finished.all():
         with torch.no_grad():
-            act = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            act = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
         obs, rew, term, trunc, _ = envs.step(act * scale)
         total += rew * ~finished
         finished |= term | trunc
@@ -89,6 +89,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/oac/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -111,7 +113,7 @@ def main() -> None:
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     scale = float(env.action_space.high[0])
     alg = parl.algorithms.OAC(ActorCritic(obs_dim, act_dim), gamma=GAMMA, tau=TAU, alpha=args.alpha, beta=args.beta,
-                              delta=args.delta, actor_lr=LR, critic_lr=LR)
+                              delta=args.delta, actor_lr=LR, critic_lr=LR, device=args.device)
     memory = ReplayMemory(args.total_steps, obs_dim, act_dim, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -121,7 +123,7 @@ def main() -> None:
         if step <= args.learning_starts:
             act = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            act = alg.get_optimistic_exploration_action(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            act = alg.get_optimistic_exploration_action(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
         next_obs, rew, term, trunc, _ = env.step(act * scale)
         memory.append(obs, act, rew, next_obs, term)
         episode_return += rew
@@ -145,7 +147,8 @@ def main() -> None:
                 reached = True
                 break
     progress.close()
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(time.perf_counter() - start, 3), "target_return": args.target_return,
               "reached": reached, "beta": args.beta, "delta": args.delta, "evals": evals}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

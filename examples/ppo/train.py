@@ -102,7 +102,7 @@ def evaluate(alg: parl.algorithms.PPO, env_id: str, seed: int, action_scale: flo
     done = np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
             if action_scale is not None:
                 action = np.clip(action, -1.0, 1.0) * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
@@ -116,6 +116,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="CartPole-v1", choices=sorted(CONFIGS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/ppo/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
@@ -141,7 +143,8 @@ def main() -> None:
     model = ActorCritic(obs_dim, act_dim, continuous, cfg["hidden"])
     alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
                               entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
-                              use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous)
+                              use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous,
+                              device=args.device)
 
     obs_buf = torch.zeros(t_len, n, obs_dim)
     act_buf = torch.zeros((t_len, n, act_dim) if continuous else (t_len, n), dtype=torch.float32 if continuous
@@ -169,8 +172,8 @@ def main() -> None:
                 obs_t = torch.as_tensor(obs, dtype=torch.float32)
                 value, action, logp, _ = alg.sample(obs_t)
                 obs_buf[t], act_buf[t], logp_buf[t] = obs_t, action, logp
-                val_buf[t], valid_buf[t] = value.numpy()[:, 0], ~prev_done
-                env_action = action.numpy()
+                val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~prev_done
+                env_action = action.cpu().numpy()
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
                 obs, reward, terminated, truncated, _ = envs.step(env_action)
@@ -180,7 +183,7 @@ def main() -> None:
                 if prev_done.any():  # `obs` is the final observation; the env resets on the next step
                     recent.extend(ep_return[prev_done].tolist())
                     ep_return[prev_done] = 0.0
-            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).numpy()[:, 0]
+            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()[:, 0]
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
@@ -217,7 +220,8 @@ def main() -> None:
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
               "reached": reached_at is not None, "updates": updates}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

@@ -144,11 +144,13 @@ def run_evaluate_episodes(agent, envs: list[gym.Env], seeds: list[int]) -> np.nd
     return returns
 
 
-def build_agent(obs_dim: int, act_dim: int, seed: int, lr: float = LEARNING_RATE, backend: str = "torch"):
-    """Model -> algorithm -> agent, as in every PARL program (on ``backend``: ``"torch"`` or ``"paddle"``)."""
+def build_agent(obs_dim: int, act_dim: int, seed: int, lr: float = LEARNING_RATE, backend: str = "torch",
+                device: str | None = None):
+    """Model -> algorithm -> agent, as in every PARL program (on ``backend``: ``"torch"`` or ``"paddle"``;
+    ``device`` is the torch device, default CUDA when available)."""
     CartpoleModel, CartpoleAgent = define_classes(backend)  # noqa: N806 (classes)
     model = CartpoleModel(obs_dim=obs_dim, act_dim=act_dim)
-    alg = parl.algorithms.PolicyGradient(model, lr=lr)
+    alg = parl.algorithms.PolicyGradient(model, lr=lr, **({"device": device} if backend == "torch" else {}))
     return CartpoleAgent(alg, obs_dim=obs_dim, act_dim=act_dim, seed=seed)
 
 
@@ -164,6 +166,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--seed", type=int, default=0, help="seed of the framework, the env and action sampling")
+    parser.add_argument("--device", default=None,
+                        help="torch device: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="output directory (default: runs/quickstart/seed{SEED})")
     parser.add_argument("--max-episodes", type=int, default=300, help="training episodes at most")
     parser.add_argument("--lr", type=float, default=LEARNING_RATE, help="Adam learning rate")
@@ -197,7 +201,7 @@ def main(argv=None) -> dict:
     eval_seeds = [10_000 + 100 * args.seed + i for i in range(EVAL_EPISODES)]
     obs_dim = env.observation_space.shape[0]
     act_dim = env.action_space.n
-    agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr, backend=args.backend)
+    agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr, backend=args.backend, device=args.device)
 
     episodes = updates = env_steps = 0
     eval_mean = float("nan")
@@ -235,7 +239,8 @@ def main(argv=None) -> dict:
     # Save, restore into a fresh agent, evaluate again on the same episodes.
     checkpoint = os.path.join(args.logdir, "agent.ckpt")
     agent.save(checkpoint)
-    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1, lr=args.lr, backend=args.backend)
+    restored = build_agent(obs_dim, act_dim, seed=args.seed + 1, lr=args.lr, backend=args.backend,
+                           device=args.device)
     restored.restore(checkpoint)
     restored_mean = float(run_evaluate_episodes(restored, eval_envs, eval_seeds).mean())
     logger.info("restored agent: eval return %.1f (before saving: %.1f)", restored_mean, eval_mean)

@@ -91,7 +91,7 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
     with torch.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).numpy() * action_scale
+            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -103,6 +103,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/sac/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -133,7 +135,7 @@ def main() -> None:
     tuned = args.alpha is None
     model = SACModel(obs_dim, act_dim, tuple(args.hidden_sizes))
     alg = parl.algorithms.SAC(model, gamma=args.gamma, tau=TAU, alpha=args.alpha, actor_lr=args.actor_lr,
-                              critic_lr=args.critic_lr, with_automatic_entropy_tuning=tuned)
+                              critic_lr=args.critic_lr, with_automatic_entropy_tuning=tuned, device=args.device)
     memory = ReplayMemory(args.buffer_size, obs_dim, act_dim, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -144,7 +146,7 @@ def main() -> None:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with torch.no_grad():
-                action = alg.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].numpy()
+                action = alg.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].cpu().numpy()
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -179,7 +181,8 @@ def main() -> None:
     wall = time.perf_counter() - start
     if args.save_memory:
         memory.save(args.save_memory)
-    result = {"env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device),
+              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
               "reached": reached_at is not None, "alpha": alg.alpha,
               "evals": evals, "cpu_s": round(time.process_time(), 3)}

@@ -47,11 +47,23 @@ TINY = {
 }
 
 
+def _learner_device() -> str:
+    """``cuda`` where torch sees a GPU (the tiny runs then train on it), else ``cpu``."""
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 @pytest.mark.parametrize("case", sorted(TINY))
 def test_example_tiny_budget(case, tmp_path):
     args, steps, (low, high) = TINY[case]
-    result = run_example(case.split("-")[0], tmp_path, *args, "--target-return", "1e9")
+    device = [] if case == "dqn-paddle" else ["--device", _learner_device()]
+    result = run_example(case.split("-")[0], tmp_path, *args, *device, "--target-return", "1e9")
     check_summary(result, steps)
+    if device:
+        assert result["device"].split(":")[0] == device[1]
     if case in ("dqn-double-dueling", "dqn-paddle"):
         assert result["algorithm"] == "DDQN" and result["dueling"] is True
         assert result["backend"] == ("paddle" if case == "dqn-paddle" else "torch")

@@ -472,3 +472,16 @@ def test_client_is_never_used_from_two_threads_at_once():
     finally:
         st.stop_poller()
     assert fake.overlaps == 0 and len(fake.log_calls) == 45
+
+
+def test_gpu_columns_show_used_and_free_gpus_per_worker(client, fake):
+    worker = fake.snapshot["workers"][0]
+    worker["gpus"], worker["gpus_used"] = ["0", "1", "2"], ["1"]
+    body = client.get("/api/workers/w-aaa").get_json()
+    assert body["worker"]["gpus_free"] == ["0", "2"]
+    html = text(client.get("/"))
+    assert "<th>GPUs used</th><th>GPUs free</th>" in html
+    assert '<td data-field="gpus_used">1</td>' in html and '<td data-field="gpus_free">0,2</td>' in html
+    page = text(client.get("/workers/w-aaa"))
+    assert '<span data-field="gpus_used">1</span> used' in page and '<span data-field="gpus_free">0,2</span>' in page
+    assert "<h2>GPUs</h2>" not in text(client.get("/workers/w-bbb"))  # a worker without GPUs has no GPU card

@@ -11,14 +11,14 @@ import parl_remote as xparl
 
 pytestmark = pytest.mark.timeout(60)
 
-STATUS_KEYS = {"master", "cpus", "workers", "clients", "actors"}
+STATUS_KEYS = {"master", "cpus", "gpus", "workers", "clients", "actors"}
 MASTER_KEYS = {"address", "version", "pid", "started_at"}
 CPU_KEYS = {"total", "used", "vacant"}
-WORKER_KEYS = {"id", "host", "pid", "cpus_total", "cpus_used", "memory_total_mb", "memory_used_mb", "load_avg",
-               "last_seen_s_ago"}  # fmt: skip
+WORKER_KEYS = {"id", "host", "pid", "cpus_total", "cpus_used", "gpus", "gpus_used", "memory_total_mb",
+               "memory_used_mb", "load_avg", "last_seen_s_ago"}  # fmt: skip
 CLIENT_KEYS = {"id", "host", "pid", "script", "started_at", "actors"}
 ACTOR_KEYS = {"id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
-              "death_cause", "last_error"}  # fmt: skip
+              "death_cause", "last_error", "gpus"}  # fmt: skip
 
 
 @xparl.remote_class
@@ -42,6 +42,7 @@ def test_status_has_exactly_the_contract_keys(connected, status_client):
     assert MASTER_KEYS <= set(status["master"])  # plus "monitor_port"
     assert set(status["master"]) - MASTER_KEYS <= {"monitor_port"}
     assert set(status["cpus"]) == CPU_KEYS
+    assert set(status["gpus"]) == CPU_KEYS
     assert status["cpus"]["total"] == 3 and status["cpus"]["used"] == 1 and status["cpus"]["vacant"] == 2
     (worker,) = status["workers"]
     assert set(worker) == WORKER_KEYS

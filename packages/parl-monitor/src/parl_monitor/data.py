@@ -36,11 +36,15 @@ def _find(snapshot: dict, kind: str, item_id: str) -> dict:
 
 
 def worker_view(worker: dict) -> dict[str, Any]:
-    """A worker record plus derived figures: ``cpus_vacant`` and ``memory_percent`` (0-100)."""
+    """A worker record plus derived figures: ``cpus_vacant``, ``gpus_free`` (the GPU ids no actor holds) and
+    ``memory_percent`` (0-100)."""
     total_mb = float(worker.get("memory_total_mb") or 0.0)
     used_mb = float(worker.get("memory_used_mb") or 0.0)
     out = dict(worker)
     out["cpus_vacant"] = int(worker.get("cpus_total", 0)) - int(worker.get("cpus_used", 0))
+    out.setdefault("gpus", [])
+    out.setdefault("gpus_used", [])
+    out["gpus_free"] = [g for g in out["gpus"] if g not in out["gpus_used"]]
     out["memory_percent"] = round(100.0 * used_mb / total_mb, 1) if total_mb > 0 else 0.0
     return out
 

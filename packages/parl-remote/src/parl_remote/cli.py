@@ -7,7 +7,9 @@
 - ``xparl status [--address A]``: ask each master (recorded locally, or the given one).
 - ``xparl stop [--port P]``: stop the clusters this user started, through their pid files only.
 
-PARL's underscore spellings (``--cpu_num``, ``--monitor_port``) are accepted as aliases.
+PARL's underscore spellings (``--cpu_num``, ``--monitor_port``, ``--gpu_cluster``) are accepted as aliases.
+GPUs: ``xparl start --gpu_cluster [--gpu 0,1]`` and ``xparl connect --gpu 0,1`` offer GPUs to ``n_gpu`` actors
+(see ``parl_remote.gpus``); unlike PARL, one cluster holds CPU and GPU workers and actors.
 """
 
 from __future__ import annotations
@@ -50,6 +52,26 @@ def _cpu_num_option(whose: str):
                         help=f"CPUs (job slots) of {whose}  [default: number of cores]")
 
 
+def _gpu_option(whose: str):
+    """The ``--gpu`` option (PARL's spelling) of ``xparl start`` and ``xparl connect``."""
+    return click.option("--gpu", "gpu", default=None, metavar="IDS",
+                        help=f"GPU ids {whose} offers to n_gpu actors, e.g. 0,1  [default: detected with NVML "
+                             "(nvidia-ml-py) or CUDA_VISIBLE_DEVICES; none if neither is there]")
+
+
+def _resolve_gpus(gpu: str | None) -> str:
+    """The ``--gpu`` value passed to the worker (checked here, so a bad id fails the command itself)."""
+    from parl_remote import gpus
+
+    try:
+        ids, warning = gpus.resolve(gpu)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    return ",".join(ids)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xparl")
 def main() -> None:
@@ -75,10 +97,19 @@ def main() -> None:
 )
 @click.option("--token", default=None, help="Cluster token  [default: a new random one]")
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
+@_gpu_option("the local worker")
+@click.option("--gpu-cluster", "--gpu_cluster", "gpu_cluster", is_flag=True, default=False,
+              help="PARL's spelling, accepted: one cluster holds CPU and GPU workers, so it changes nothing; "
+                   "the local worker offers the GPUs of --gpu (or those detected).")
 def start(
-    port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, no_monitor: bool
+    port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, no_monitor: bool,
+    gpu: str | None, gpu_cluster: bool,
 ) -> None:
     """Start a master and a local worker in the background."""
+    gpus = _resolve_gpus(gpu)
+    if gpu_cluster and not gpus:
+        click.echo("note: --gpu_cluster, but this machine offers no GPU; add GPU workers with "
+                   f"`xparl connect --address <this host>:{port} --gpu 0,1`", err=True)
     cdir = config.cluster_dir(port)
     for info in cluster.recorded_clusters():
         if info["port"] == port and info["alive"]:
@@ -88,7 +119,7 @@ def start(
     if monitor_port is None and port + config.MONITOR_PORT_OFFSET <= 65535:
         monitor_port = port + config.MONITOR_PORT_OFFSET
     local = cluster.LocalCluster(
-        cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir
+        cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir, gpus=gpus
     )
     try:
         local.start()
@@ -96,7 +127,8 @@ def start(
         raise click.ClickException(f"{exc} (is port {port} free?)") from exc
     cluster.record(local, cdir)
     _wait_ready(local.address, local.token, local.cpu_num, timeout_s=20.0)
-    click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs")
+    click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs"
+               + (f" and GPUs {gpus}" if gpus else ""))
     click.echo(f"  token: {cdir / 'token'} (readable by you only; local clients find it)")
     click.echo(f"  connect from Python: parl.connect('{local.address}')")
     click.echo(
@@ -123,10 +155,12 @@ def start(
     show_default=True,
     help="Address of this machine that clients can reach (jobs bind it).",
 )
-def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str) -> None:
-    """Add a worker with this machine's CPUs to a running cluster."""
+@_gpu_option("this worker")
+def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str, gpu: str | None) -> None:
+    """Add a worker with this machine's CPUs (and GPUs) to a running cluster."""
     from parl_remote.client.master_link import parse_address, resolve_token
 
+    gpus = _resolve_gpus(gpu)
     try:
         _, port = parse_address(address)
         token = resolve_token(address, token)
@@ -140,6 +174,7 @@ def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str)
     cmd = [sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--host", host]
     if cpu_num:
         cmd += ["--cpu-num", str(cpu_num)]
+    cmd += ["--gpu", gpus]
     with open(cdir / "worker-connect.log", "ab") as log:
         proc = subprocess.Popen(
             cmd,
@@ -152,7 +187,8 @@ def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str)
     (cdir / f"worker-{proc.pid}.pid").write_text(str(proc.pid))
     n = cpu_num or os.cpu_count() or 1
     _wait_ready(address, token, before + n, timeout_s=20.0)
-    click.echo(f"worker (pid {proc.pid}) added {n} CPUs to the cluster at {address}")
+    click.echo(f"worker (pid {proc.pid}) added {n} CPUs" + (f" and GPUs {gpus}" if gpus else "")
+               + f" to the cluster at {address}")
 
 
 def _status_line(address: str, status: dict) -> str:
@@ -162,9 +198,17 @@ def _status_line(address: str, status: dict) -> str:
         f"Cluster {address}: {len(status['workers'])} workers, {cpus['used']} used CPUs, {cpus['vacant']} vacant "
         f"CPUs, {len(status['clients'])} clients, {alive} actors"
     )
+    gpus = status.get("gpus") or {}
+    if gpus.get("total"):
+        line += f", {gpus['used']} used GPUs, {gpus['vacant']} vacant GPUs"
     monitor_port = status["master"].get("monitor_port")
     if monitor_port:
         line += f"; monitor http://{address.rpartition(':')[0]}:{monitor_port}"
+    for w in status["workers"]:  # GPUs used / free per worker
+        if w.get("gpus"):
+            free = [g for g in w["gpus"] if g not in w["gpus_used"]]
+            line += (f"\n  worker {w['id']} on {w['host']}: GPUs used [{','.join(w['gpus_used'])}], "
+                     f"free [{','.join(free)}]")
     return line
 
 

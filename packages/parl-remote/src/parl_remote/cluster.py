@@ -51,6 +51,8 @@ class LocalCluster:
         parent_pid: the processes exit when this process ends (embedded clusters); None: detached.
         monitor_port: stored for the monitor.
         log_dir: where master.log / worker.log go (default ``<state dir>/logs``).
+        gpus: GPU ids the worker offers (``"0,1"``; ``""`` none); None: the worker detects them
+            (``parl_remote.gpus.detect``).
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class LocalCluster:
         parent_pid: int | None = None,
         monitor_port: int | None = None,
         log_dir: pathlib.Path | None = None,
+        gpus: str | None = None,
     ) -> None:
         if cpu_num is not None and int(cpu_num) < 1:
             raise ValueError(f"cpu_num must be >= 1, got {cpu_num}")
@@ -72,6 +75,7 @@ class LocalCluster:
         self.parent_pid = parent_pid
         self.monitor_port = monitor_port
         self.log_dir = log_dir or (config.state_dir() / "logs")
+        self.gpus = gpus
         self.master: subprocess.Popen | None = None
         self.worker: subprocess.Popen | None = None
 
@@ -123,6 +127,8 @@ class LocalCluster:
         ]
         if self.parent_pid:
             wcmd += ["--parent-pid", str(self.parent_pid)]
+        if self.gpus is not None:
+            wcmd += ["--gpu", self.gpus]
         with open(self.log_dir / f"worker-{tag}.log", "ab") as log:
             self.worker = subprocess.Popen(
                 wcmd, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

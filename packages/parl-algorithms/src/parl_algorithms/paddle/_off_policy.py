@@ -33,8 +33,8 @@ class OffPolicyActorCritic(Algorithm):
     required_methods: tuple[str, ...] = ("value", "policy", "get_actor_params", "get_critic_params")
 
     def __init__(self, model: Model, gamma: float | None, tau: float | None, actor_lr: float | None,
-                 critic_lr: float | None) -> None:
-        super().__init__(model)
+                 critic_lr: float | None, *, device: str | None = None) -> None:
+        super().__init__(model, device=device)
         name = type(self).__name__
         for method in self.required_methods:
             check_model_method(model, method, name)

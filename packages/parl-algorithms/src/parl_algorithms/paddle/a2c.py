@@ -42,6 +42,8 @@ class A2C(Algorithm):
         learning_rate: initial Adam learning rate (``learn(..., learning_rate)`` sets it per call, as PARL).
         max_grad_norm: global gradient-norm clip (PARL: 40).
         reduction: ``"sum"`` (PARL) or ``"mean"``.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Raises:
         TypeError: the model is not a paddle ``parl.Model``.
@@ -49,8 +51,8 @@ class A2C(Algorithm):
     """
 
     def __init__(self, model: Model, vf_loss_coeff: float | None = None, *, learning_rate: float = 1e-3,
-                 max_grad_norm: float | None = 40.0, reduction: str = "sum") -> None:
-        super().__init__(model)
+                 max_grad_norm: float | None = 40.0, reduction: str = "sum", device: str | None = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "value", "A2C")
         check_model_method(model, "policy", "A2C")
         vf = 0.5 if vf_loss_coeff is None else vf_loss_coeff

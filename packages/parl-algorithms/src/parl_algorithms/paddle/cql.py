@@ -34,6 +34,8 @@ class CQL(SAC):
         alpha: the entropy temperature (initial value with tuning).
         num_random: sampled actions per state and per proposal.
         temperature: logsumexp temperature.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Raises:
         TypeError: the model is not a paddle ``parl.Model``.
@@ -46,9 +48,10 @@ class CQL(SAC):
                  actor_lr: float | None = None, critic_lr: float | None = None, policy_eval_start: int = 40000,
                  with_automatic_entropy_tuning: bool = True, with_lagrange: bool = False,
                  lagrange_thresh: float = 10.0, min_q_version: int = 3, min_q_weight: float = 5.0,
-                 alpha: float = 1.0, *, num_random: int = 10, temperature: float = 1.0) -> None:
+                 alpha: float = 1.0, *, num_random: int = 10, temperature: float = 1.0,
+                 device: str | None = None) -> None:
         super().__init__(model, gamma=gamma, tau=tau, alpha=alpha, actor_lr=actor_lr, critic_lr=critic_lr,
-                         with_automatic_entropy_tuning=with_automatic_entropy_tuning)
+                         with_automatic_entropy_tuning=with_automatic_entropy_tuning, device=device)
         if min_q_version not in (2, 3):
             raise ValueError(f"CQL: min_q_version must be 2 or 3, got {min_q_version!r}")
         if not isinstance(policy_eval_start, int) or policy_eval_start < 0:

@@ -26,6 +26,8 @@ class DDPG(DeterministicActorCritic):
         gamma: discount in ``[0, 1]``.
         tau: Polyak rate in ``[0, 1]`` (``target = (1 - tau) * target + tau * model``).
         actor_lr, critic_lr: Adam learning rates.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Raises:
         TypeError: the model is not a paddle ``parl.Model``.
@@ -33,8 +35,8 @@ class DDPG(DeterministicActorCritic):
     """
 
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
-                 actor_lr: float | None = None, critic_lr: float | None = None) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 actor_lr: float | None = None, critic_lr: float | None = None, *, device: str | None = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
 
     @readable_shape_errors
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,

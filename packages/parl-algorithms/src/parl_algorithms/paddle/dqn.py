@@ -39,6 +39,8 @@ class DQN(Algorithm):
         lr: Adam learning rate > 0 (required).
         loss_type: ``"mse"`` (PARL) or ``"huber"`` (smooth L1).
         max_grad_norm: clip the global gradient norm to this value; ``None`` (PARL) does not clip.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Raises:
         TypeError: the model is not a paddle ``parl.Model``.
@@ -48,8 +50,8 @@ class DQN(Algorithm):
     double_q = False
 
     def __init__(self, model: Model, gamma: float | None = None, lr: float | None = None, *,
-                 loss_type: str = "mse", max_grad_norm: float | None = None) -> None:
-        super().__init__(model)
+                 loss_type: str = "mse", max_grad_norm: float | None = None, device: str | None = None) -> None:
+        super().__init__(model, device=device)
         name = type(self).__name__
         check_model_method(model, "forward", name)
         self.gamma = unit_interval(gamma, "gamma", name, "0.99")

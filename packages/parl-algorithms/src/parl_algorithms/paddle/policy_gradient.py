@@ -20,14 +20,16 @@ class PolicyGradient(Algorithm):
     Args:
         model: the policy network (a ``parl_core.paddle.Model``).
         lr: Adam learning rate (> 0).
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Raises:
         TypeError: the model is not a paddle ``parl.Model``.
         ValueError: the model does not define ``forward``, or ``lr`` is missing / not positive.
     """
 
-    def __init__(self, model: Model, lr: float | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: Model, lr: float | None = None, *, device: str | None = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "forward", type(self).__name__)
         self.lr = positive(lr, "lr", "PolicyGradient", "1e-3")
         self.optimizer = adam(self.model.parameters(), lr=self.lr)

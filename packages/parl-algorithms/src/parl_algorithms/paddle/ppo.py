@@ -47,6 +47,8 @@ class PPO(Algorithm):
         continuous_action: Gaussian policy (``True``) or categorical (``False``).
         target_kl: if set, a ``learn`` call whose approximate KL before the step exceeds it skips the update
             and sets ``kl_exceeded``.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Attributes:
         last_info: ``train/value_loss``, ``train/action_loss``, ``train/entropy``, ``train/approx_kl``,
@@ -60,8 +62,8 @@ class PPO(Algorithm):
     def __init__(self, model: Model, clip_param: float = 0.1, value_loss_coef: float = 0.5,
                  entropy_coef: float = 0.01, initial_lr: float = 2.5e-4, eps: float = 1e-5,
                  max_grad_norm: float | None = 0.5, use_clipped_value_loss: bool = True, norm_adv: bool = True,
-                 continuous_action: bool = False, *, target_kl: float | None = None) -> None:
-        super().__init__(model)
+                 continuous_action: bool = False, *, target_kl: float | None = None, device: str | None = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "value", "PPO")
         check_model_method(model, "policy", "PPO")
         self.clip_param = positive(clip_param, "clip_param", "PPO", "0.2")

@@ -32,6 +32,8 @@ class SAC(OffPolicyActorCritic):
         with_automatic_entropy_tuning: learn alpha so that the policy entropy tracks ``target_entropy``.
         target_entropy: defaults to ``-act_dim``.
         alpha_lr: Adam learning rate of ``log_alpha``; defaults to ``actor_lr``.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Attributes:
         alpha: the current temperature (a float).
@@ -47,8 +49,8 @@ class SAC(OffPolicyActorCritic):
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  alpha: float | None = None, actor_lr: float | None = None, critic_lr: float | None = None, *,
                  with_automatic_entropy_tuning: bool = False, target_entropy: float | None = None,
-                 alpha_lr: float | None = None) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 alpha_lr: float | None = None, device: str | None = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
         name = type(self).__name__
         self.with_automatic_entropy_tuning = bool(with_automatic_entropy_tuning)
         if alpha is None and self.with_automatic_entropy_tuning:

@@ -29,6 +29,8 @@ class TD3(DeterministicActorCritic):
         policy_noise: std of the target-policy smoothing noise (in normalised action units).
         noise_clip: clip of that noise.
         policy_freq: one actor / target update every ``policy_freq`` critic updates.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device for this algorithm (set
+            process-wide with ``paddle.set_device``); default paddle's own (the GPU in a CUDA build).
 
     Attributes:
         total_it: number of ``learn`` calls (saved in checkpoints).
@@ -43,8 +45,8 @@ class TD3(DeterministicActorCritic):
 
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  actor_lr: float | None = None, critic_lr: float | None = None, policy_noise: float = 0.2,
-                 noise_clip: float = 0.5, policy_freq: int = 2) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 noise_clip: float = 0.5, policy_freq: int = 2, *, device: str | None = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
         if policy_noise < 0 or noise_clip < 0:
             raise ValueError(f"TD3: policy_noise ({policy_noise}) and noise_clip ({noise_clip}) must be >= 0")
         if not isinstance(policy_freq, int) or isinstance(policy_freq, bool) or policy_freq < 1:

@@ -52,9 +52,12 @@ def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> to
                          f"{tuple(tensor.shape)}; for a continuous (Box) action space use DDPG, TD3, SAC or "
                          "PPO(continuous_action=True)")
     tensor = tensor.long()
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_actions):
-        raise ValueError(f"{algo}: action indices must lie in [0, {num_actions}) (the model's output size), got "
-                         f"range [{int(tensor.min())}, {int(tensor.max())}]")
+    if tensor.numel():
+        low, high = torch.aminmax(tensor)
+        low, high = torch.stack((low, high)).tolist()  # one device -> host copy
+        if low < 0 or high >= num_actions:
+            raise ValueError(f"{algo}: action indices must lie in [0, {num_actions}) (the model's output size), "
+                             f"got range [{low}, {high}]")
     return tensor
 
 
@@ -114,7 +117,7 @@ def clip_grad_norm(parameters: Any, max_norm: float) -> torch.Tensor:
     params = list(parameters)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.tensor(0.0)
+        return torch.zeros((), device=params[0].device if params else None)
     first = grads[0]
     if any(g.is_sparse or g.device != first.device or g.dtype != first.dtype for g in grads):
         return torch.nn.utils.clip_grad_norm_(params, max_norm)
@@ -290,3 +293,44 @@ def accepts_single_obs(method: Callable) -> Callable:
         return _drop_batch_axis(method(self, as_float_tensor(obs, "obs")[None], *args, **kwargs))
 
     return wrapper
+
+
+class _PendingInfo:
+    """Diagnostics of one ``learn`` call, kept as scalar tensors until read (not a Mapping: ``Algorithm``
+    does not mistake it for checkpoint state)."""
+
+    __slots__ = ("values", "floats")
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self.floats: dict[str, float] | None = None
+
+    def read(self) -> dict[str, float]:
+        if self.floats is None:
+            keys = [k for k, v in self.values.items() if isinstance(v, torch.Tensor)]
+            floats = {k: float(v) for k, v in self.values.items() if not isinstance(v, torch.Tensor)}
+            if keys:  # one device -> host copy for all of them
+                device = self.values[keys[0]].device
+                stacked = torch.stack([self.values[k].detach().float().reshape(()).to(device) for k in keys])
+                floats.update(zip(keys, stacked.tolist(), strict=True))
+            self.floats = {k: floats[k] for k in self.values}
+        return self.floats
+
+
+class LazyInfo:
+    """``last_info`` that costs a ``learn`` step no device sync.
+
+    ``learn`` assigns ``self.last_info = {"train/x": scalar tensor or float, ...}``; the tensors stay on the
+    device until ``last_info`` is read, then all of them come to the host in one copy and are cached as
+    floats (``float(cuda_tensor)`` per key per step would stall the GPU pipeline each time).
+    """
+
+    @property
+    def last_info(self) -> dict[str, float]:
+        """Diagnostics of the last ``learn`` call, ``{name: float}`` (``{}`` before the first)."""
+        pending = self.__dict__.get("_pending_last_info")
+        return {} if pending is None else pending.read()
+
+    @last_info.setter
+    def last_info(self, values: dict[str, Any]) -> None:
+        self.__dict__["_pending_last_info"] = _PendingInfo(dict(values))

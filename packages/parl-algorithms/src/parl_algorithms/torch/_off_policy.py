@@ -11,6 +11,7 @@ import torch
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch._common import (
+    LazyInfo,
     accepts_single_obs,
     adam,
     column,
@@ -21,9 +22,10 @@ from parl_algorithms.torch._common import (
     unit_interval,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 
-class OffPolicyActorCritic(Algorithm):
+class OffPolicyActorCritic(LazyInfo, Algorithm):
     """Target network, actor / critic Adam optimizers and batch checks for continuous control.
 
     The model must define ``policy(obs)``, ``value(obs, action)``, ``get_actor_params()`` and
@@ -33,8 +35,8 @@ class OffPolicyActorCritic(Algorithm):
     required_methods: tuple[str, ...] = ("value", "policy", "get_actor_params", "get_critic_params")
 
     def __init__(self, model: Model, gamma: float | None, tau: float | None, actor_lr: float | None,
-                 critic_lr: float | None) -> None:
-        super().__init__(model)
+                 critic_lr: float | None, *, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         name = type(self).__name__
         for method in self.required_methods:
             check_model_method(model, method, name)
@@ -120,12 +122,14 @@ class DeterministicActorCritic(OffPolicyActorCritic):
     """Base of the deterministic-policy algorithms (DDPG, TD3): ``predict`` and ``sample`` are the policy."""
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
         return self.model.policy(obs_batch(obs, type(self).__name__))
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""

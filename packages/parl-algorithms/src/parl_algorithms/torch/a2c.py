@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    LazyInfo,
     accepts_single_obs,
     adam,
     clip_grad_norm,
@@ -23,11 +24,12 @@ from parl_algorithms.torch._common import (
     readable_shape_errors,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["A2C"]
 
 
-class A2C(Algorithm):
+class A2C(LazyInfo, Algorithm):
     """Advantage actor-critic for discrete actions.
 
     ``loss = pi_loss + vf_loss_coeff * vf_loss + entropy_coeff * entropy`` with
@@ -46,6 +48,8 @@ class A2C(Algorithm):
         learning_rate: initial Adam learning rate.
         max_grad_norm: global gradient-norm clip (PARL: 40).
         reduction: ``"sum"`` (PARL) or ``"mean"``.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model lacks ``policy`` / ``value``, or a hyperparameter is out of range.
@@ -53,8 +57,8 @@ class A2C(Algorithm):
 
     def __init__(self, model: Model, config: Mapping[str, Any] | None = None, *, vf_loss_coeff: float | None = None,
                  learning_rate: float | None = None, max_grad_norm: float | None = 40.0,
-                 reduction: str = "sum") -> None:
-        super().__init__(model)
+                 reduction: str = "sum", device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "value", "A2C")
         check_model_method(model, "policy", "A2C")
         config = dict(config or {})
@@ -90,6 +94,7 @@ class A2C(Algorithm):
         return self._logits(obs), self._value(obs)
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample actions.
@@ -104,24 +109,28 @@ class A2C(Algorithm):
         return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), value
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Greedy actions int64 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._logits(obs_batch(obs, "A2C")).argmax(dim=-1)
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values float32 ``[B]`` for obs ``[B, *obs_shape]``."""
         return self._value(obs_batch(obs, "A2C"))
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def prob_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(probs float32 [B, num_actions], value float32 [B])``."""
         logits, value = self._policy_and_value(obs_batch(obs, "A2C"))
         return F.softmax(logits, dim=-1), value
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor, target_values: torch.Tensor,
               learning_rate: float | None = None, entropy_coeff: float = -0.01
@@ -159,8 +168,8 @@ class A2C(Algorithm):
         if self.max_grad_norm is not None:
             clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
         self.optimizer.step()
-        self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
-                          "train/entropy": float(entropy.detach())}
+        self.last_info = {"train/pi_loss": pi_loss.detach(), "train/vf_loss": vf_loss.detach(),
+                          "train/entropy": entropy.detach()}
         return total_loss, pi_loss, vf_loss, entropy
 
     def get_info(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    LazyInfo,
     adam,
     clip_grad_norm,
     column,
@@ -22,6 +23,7 @@ from parl_algorithms.torch._common import (
     readable_shape_errors,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["A3C"]
 
@@ -38,7 +40,7 @@ def _number(value: Any, name: str, example: str) -> float:
         raise TypeError(f"A3C.learn: {name} must be a number, got {value!r}; e.g. {name}={example}") from None
 
 
-class A3C(Algorithm):
+class A3C(LazyInfo, Algorithm):
     """Advantage actor-critic loss with Adam, for discrete actions (PARL's ``A3C``).
 
     ``total_loss = pi_loss + vf_loss_coeff * vf_loss + entropy_coeff * entropy`` with
@@ -57,6 +59,8 @@ class A3C(Algorithm):
         vf_loss_coeff: weight of the value loss, >= 0 (required, as in PARL; PARL's examples use 0.5).
         max_grad_norm: global gradient-norm clip (PARL: 40); ``None`` does not clip.
         reduction: ``"sum"`` over the batch (PARL) or ``"mean"``.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         last_info: diagnostics of the last ``learn`` call: ``train/total_loss``, ``train/pi_loss``,
@@ -67,8 +71,8 @@ class A3C(Algorithm):
     """
 
     def __init__(self, model: Model, vf_loss_coeff: float | None = None, *, max_grad_norm: float | None = 40.0,
-                 reduction: str = "sum") -> None:
-        super().__init__(model)
+                 reduction: str = "sum", device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "policy", "A3C")
         check_model_method(model, "value", "A3C")
         if vf_loss_coeff is None or isinstance(vf_loss_coeff, bool) or not isinstance(vf_loss_coeff, (int, float)) \
@@ -109,6 +113,7 @@ class A3C(Algorithm):
             logits, value = self.model.policy(obs), self.model.value(obs)
         return self._check_logits(logits, obs), self._check_value(value, obs)
 
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample actions from the policy (PARL: ``sample_actions, values``).
@@ -122,18 +127,21 @@ class A3C(Algorithm):
         logits, value = self._policy_and_value(obs_batch(obs, "A3C"))
         return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), value
 
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Greedy actions: int64 ``[B]`` for obs float32 ``[B, *obs_shape]``."""
         obs = obs_batch(obs, "A3C")
         return self._check_logits(self.model.policy(obs), obs).argmax(dim=-1)
 
+    @on_device
     @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``V(s)``: float32 ``[B]`` for obs float32 ``[B, *obs_shape]``."""
         obs = obs_batch(obs, "A3C")
         return self._check_value(self.model.value(obs), obs)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor, target_values: torch.Tensor,
               learning_rate: float, entropy_coeff: float
@@ -177,9 +185,9 @@ class A3C(Algorithm):
         max_norm = float("inf") if self.max_grad_norm is None else self.max_grad_norm  # inf: measure only
         grad_norm = clip_grad_norm(optimizer_params(self.optimizer), max_norm)
         self.optimizer.step()
-        self.last_info = {"train/total_loss": float(total_loss.detach()), "train/pi_loss": float(pi_loss.detach()),
-                          "train/vf_loss": float(vf_loss.detach()), "train/entropy": float(entropy.detach()),
-                          "train/grad_norm": float(grad_norm)}
+        self.last_info = {"train/total_loss": total_loss.detach(), "train/pi_loss": pi_loss.detach(),
+                          "train/vf_loss": vf_loss.detach(), "train/entropy": entropy.detach(),
+                          "train/grad_norm": grad_norm.detach()}
         return total_loss.detach(), pi_loss.detach(), vf_loss.detach(), entropy.detach()
 
     def get_info(self) -> dict[str, Any]:

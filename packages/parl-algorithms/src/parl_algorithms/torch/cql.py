@@ -4,6 +4,7 @@ with PARL's ``CQL`` API (after the authors' rlkit implementation)."""
 from __future__ import annotations
 
 import math
+import types
 
 import torch
 import torch.nn.functional as F
@@ -12,6 +13,7 @@ from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import adam, positive, readable_shape_errors, two_q
 from parl_algorithms.torch.sac import SAC
 from parl_core.torch import Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["CQL"]
 
@@ -38,6 +40,8 @@ class CQL(SAC):
         alpha: the entropy temperature (initial value with tuning).
         num_random: sampled actions per state and per proposal (10 in the paper).
         temperature: logsumexp temperature.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model lacks a required method, or a hyperparameter is out of range.
@@ -49,9 +53,10 @@ class CQL(SAC):
                  actor_lr: float | None = None, critic_lr: float | None = None, policy_eval_start: int = 40000,
                  with_automatic_entropy_tuning: bool = True, with_lagrange: bool = False,
                  lagrange_thresh: float = 10.0, min_q_version: int = 3, min_q_weight: float = 5.0,
-                 alpha: float = 1.0, *, num_random: int = 10, temperature: float = 1.0) -> None:
+                 alpha: float = 1.0, *, num_random: int = 10, temperature: float = 1.0,
+                 device: DeviceLike = None) -> None:
         super().__init__(model, gamma=gamma, tau=tau, alpha=alpha, actor_lr=actor_lr, critic_lr=critic_lr,
-                         with_automatic_entropy_tuning=with_automatic_entropy_tuning)
+                         with_automatic_entropy_tuning=with_automatic_entropy_tuning, device=device)
         if min_q_version not in (2, 3):
             raise ValueError(f"CQL: min_q_version must be 2 or 3, got {min_q_version!r}")
         if not isinstance(policy_eval_start, int) or policy_eval_start < 0:
@@ -66,7 +71,7 @@ class CQL(SAC):
         self.with_lagrange = bool(with_lagrange)
         self.lagrange_thresh = float(lagrange_thresh)
         if self.with_lagrange:
-            self.log_alpha_prime = torch.zeros((), requires_grad=True)
+            self.log_alpha_prime = torch.zeros((), device=self.device, requires_grad=True)
             self.alpha_prime_optimizer = adam([self.log_alpha_prime], lr=self.critic_lr)
         self.current_steps = 0
 
@@ -119,7 +124,8 @@ class CQL(SAC):
             alpha_prime_loss.backward()
             self.alpha_prime_optimizer.step()
             penalty1, penalty2 = alpha_prime.detach() * gap1, alpha_prime.detach() * gap2
-        self._last_penalty = float(penalty1.detach() + penalty2.detach())
+        # not a tensor attribute: that would be checkpoint state
+        self._last_penalty = types.SimpleNamespace(value=penalty1.detach() + penalty2.detach())
         return bellman + penalty1 + penalty2, q1
 
     def _actor_loss(self, obs, action):
@@ -128,9 +134,10 @@ class CQL(SAC):
             mean, log_std = self._policy(obs)
             pre_tanh = torch.atanh(action.clamp(-1.0 + 1e-6, 1.0 - 1e-6))
             data_log_prob = functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
-            return (self.alpha * log_prob - data_log_prob).mean(), log_prob
+            return (self._temperature() * log_prob - data_log_prob).mean(), log_prob
         return super()._actor_loss(obs, action)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -141,5 +148,5 @@ class CQL(SAC):
         """
         result = super().learn(obs, action, reward, next_obs, terminal)
         self.current_steps += 1
-        self.last_info["train/cql_penalty"] = self._last_penalty
+        self.last_info = {**self.__dict__["_pending_last_info"].values, "train/cql_penalty": self._last_penalty.value}
         return result

@@ -9,6 +9,7 @@ from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import flat_q, readable_shape_errors
 from parl_algorithms.torch._off_policy import DeterministicActorCritic
 from parl_core.torch import Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["DDPG"]
 
@@ -26,15 +27,18 @@ class DDPG(DeterministicActorCritic):
         tau: Polyak rate in ``[0, 1]`` (``target = (1 - tau) * target + tau * model``).
         actor_lr: actor Adam learning rate.
         critic_lr: critic Adam learning rate.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model lacks a required method, or a hyperparameter is missing / out of range.
     """
 
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
-                 actor_lr: float | None = None, critic_lr: float | None = None) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 actor_lr: float | None = None, critic_lr: float | None = None, *, device: DeviceLike = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,7 +70,7 @@ class DDPG(DeterministicActorCritic):
         actor_loss.backward()
         self.actor_optimizer.step()
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss.detach()),
-                          "train/actor_loss": float(actor_loss.detach()),
-                          "train/q_mean": float(q.detach().mean())}
+        self.last_info = {"train/critic_loss": critic_loss.detach(),
+                          "train/actor_loss": actor_loss.detach(),
+                          "train/q_mean": q.detach().mean()}
         return critic_loss, actor_loss

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    LazyInfo,
     accepts_single_obs,
     adam,
     clip_grad_norm,
@@ -25,11 +26,12 @@ from parl_algorithms.torch._common import (
     unit_interval,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["DQN", "DDQN"]
 
 
-class DQN(Algorithm):
+class DQN(LazyInfo, Algorithm):
     """Deep Q-network with a target network, MSE loss and Adam (PARL's defaults).
 
     The model must define ``forward(obs) -> Q``: float32 ``[B, num_actions]``.
@@ -40,6 +42,8 @@ class DQN(Algorithm):
         lr: Adam learning rate > 0 (required).
         loss_type: ``"mse"`` (PARL) or ``"huber"`` (smooth L1, as in the Nature paper and SB3).
         max_grad_norm: clip the global gradient norm to this value; ``None`` (PARL) does not clip.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         last_info: diagnostics of the last ``learn`` call: ``train/q_mean``, ``train/target_mean``.
@@ -51,8 +55,8 @@ class DQN(Algorithm):
     double_q = False
 
     def __init__(self, model: Model, gamma: float | None = None, lr: float | None = None, *,
-                 loss_type: str = "mse", max_grad_norm: float | None = None) -> None:
-        super().__init__(model)
+                 loss_type: str = "mse", max_grad_norm: float | None = None, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         name = type(self).__name__
         check_model_method(model, "forward", name)
         self.gamma = unit_interval(gamma, "gamma", name, "0.99")
@@ -73,6 +77,7 @@ class DQN(Algorithm):
         return q
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values of every action.
@@ -87,6 +92,7 @@ class DQN(Algorithm):
         return self._q(self.model, obs_batch(obs, type(self).__name__))
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor, epsilon: float = 0.0) -> torch.Tensor:
         """Epsilon-greedy actions.
@@ -109,6 +115,7 @@ class DQN(Algorithm):
         next_q_target = self._q(self.target_model, next_obs)
         return functional.td_target(reward, next_q_target.max(dim=1).values, terminal, self.gamma)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> float:
@@ -145,7 +152,7 @@ class DQN(Algorithm):
         if self.max_grad_norm is not None:
             clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
         self.optimizer.step()
-        self.last_info = {"train/q_mean": float(pred.detach().mean()), "train/target_mean": float(target.mean())}
+        self.last_info = {"train/q_mean": pred.detach().mean(), "train/target_mean": target.mean().detach()}
         return loss.item()
 
     def sync_target(self) -> None:

@@ -11,6 +11,7 @@ import torch
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch._common import clip_grad_norm, positive
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["DecisionTransformer"]
 
@@ -43,14 +44,16 @@ class DecisionTransformer(Algorithm):
         warmup_steps: ``learn`` calls over which the learning rate rises linearly to ``learning_rate``.
         weight_decay: AdamW weight decay (>= 0).
         max_grad_norm: clip of the global gradient norm (0.25 as PARL and the paper).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model lacks ``forward`` / ``get_action``, or a hyperparameter is out of range.
     """
 
     def __init__(self, model: Model, learning_rate: float | None = None, warmup_steps: int | None = None,
-                 weight_decay: float | None = None, *, max_grad_norm: float = 0.25) -> None:
-        super().__init__(model)
+                 weight_decay: float | None = None, *, max_grad_norm: float = 0.25, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "forward", "DecisionTransformer")
         check_model_method(model, "get_action", "DecisionTransformer")
         self.learning_rate = positive(learning_rate, "learning_rate", "DecisionTransformer", "1e-4")
@@ -68,11 +71,13 @@ class DecisionTransformer(Algorithm):
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
                                                            lambda step: min((step + 1) / self.warmup_steps, 1.0))
 
+    @on_device
     def predict(self, states: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
                 returns_to_go: torch.Tensor, timesteps: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         """The model's next action given the trajectory so far (``model.get_action``)."""
         return self.model.get_action(states, actions, rewards, returns_to_go, timesteps)
 
+    @on_device
     def learn(self, states: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor, dones: torch.Tensor,
               rtg: torch.Tensor, timesteps: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """One AdamW step on the action MSE of a batch of segments.

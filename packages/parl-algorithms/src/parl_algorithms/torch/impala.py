@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import as_float_tensor, check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    LazyInfo,
     adam,
     clip_grad_norm,
     column,
@@ -23,6 +24,7 @@ from parl_algorithms.torch._common import (
 )
 from parl_algorithms.vtrace import from_importance_weights
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["IMPALA", "VTraceLoss"]
 
@@ -46,7 +48,7 @@ class VTraceLoss(NamedTuple):
     entropy: torch.Tensor
 
 
-class IMPALA(Algorithm):
+class IMPALA(LazyInfo, Algorithm):
     """Importance-weighted actor-learner: actor-critic on V-trace targets, for discrete actions.
 
     A learn batch is ``E`` unrolls of ``T = sample_batch_steps`` steps each, flattened **time-major**
@@ -67,6 +69,8 @@ class IMPALA(Algorithm):
         clip_pg_rho_threshold: ``rho_bar`` of the policy-gradient advantage (default 1.0).
         learning_rate: Adam's initial learning rate (PARL: 0.001); ``learn`` sets it on every call.
         max_grad_norm: global L2 gradient clip, ``None`` for none.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model lacks ``policy`` / ``value``, or a hyperparameter is missing or out of range.
@@ -75,8 +79,8 @@ class IMPALA(Algorithm):
     def __init__(self, model: Model, sample_batch_steps: int | None = None, gamma: float | None = None,
                  vf_loss_coeff: float | None = None, clip_rho_threshold: float | None = None,
                  clip_pg_rho_threshold: float | None = None, *, learning_rate: float = 0.001,
-                 max_grad_norm: float | None = 40.0) -> None:
-        super().__init__(model)
+                 max_grad_norm: float | None = 40.0, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "policy", "IMPALA")
         check_model_method(model, "value", "IMPALA")
         if isinstance(sample_batch_steps, bool) or not isinstance(sample_batch_steps, int) or sample_batch_steps < 2:
@@ -115,6 +119,7 @@ class IMPALA(Algorithm):
                              f"{got}; {_CONTINUOUS_HINT}")
         return logits
 
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample actions from the current policy (the behaviour policy of an actor).
@@ -128,11 +133,13 @@ class IMPALA(Algorithm):
         logits = self._logits(obs_batch(obs, "IMPALA"))
         return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), logits
 
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Greedy actions int64 ``[B]`` for obs float32 ``[B, *obs_shape]``."""
         return self._logits(obs_batch(obs, "IMPALA")).argmax(dim=-1)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, actions: torch.Tensor, behaviour_logits: torch.Tensor, rewards: torch.Tensor,
               dones: torch.Tensor, learning_rate: float, entropy_coeff: float) -> tuple[VTraceLoss, torch.Tensor]:
@@ -197,11 +204,11 @@ class IMPALA(Algorithm):
         self.optimizer.zero_grad()
         total_loss.backward()
         grad_norm = (clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
-                     if self.max_grad_norm is not None else torch.tensor(float("nan")))
+                     if self.max_grad_norm is not None else torch.full((), float("nan"), device=self.device))
         self.optimizer.step()
-        self.last_info = {"train/pi_loss": float(pi_loss.detach()), "train/vf_loss": float(vf_loss.detach()),
-                          "train/entropy": float(entropy_per.detach().mean()),
-                          "train/kl": float(kl), "train/grad_norm": float(grad_norm)}
+        self.last_info = {"train/pi_loss": pi_loss.detach(), "train/vf_loss": vf_loss.detach(),
+                          "train/entropy": entropy_per.detach().mean(),
+                          "train/kl": kl.detach(), "train/grad_norm": grad_norm.detach()}
         return VTraceLoss(total_loss.detach(), pi_loss.detach(), vf_loss.detach(), entropy.detach()), kl
 
     def get_info(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
+    LazyInfo,
     accepts_single_obs,
     adam,
     column,
@@ -23,6 +24,7 @@ from parl_algorithms.torch._common import (
     unit_interval,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["IQL", "expectile_loss"]
 
@@ -43,7 +45,7 @@ def expectile_loss(diff: torch.Tensor, tau: float) -> torch.Tensor:
     return torch.mean(weight * diff * diff)
 
 
-class IQL(Algorithm):
+class IQL(LazyInfo, Algorithm):
     """Implicit Q-learning: in-sample value learning by expectile regression, and advantage-weighted
     behaviour cloning for the policy (offline; no action outside the dataset is ever evaluated).
 
@@ -69,6 +71,8 @@ class IQL(Algorithm):
         beta: the inverse temperature of the advantage weights (>= 0; 3 on MuJoCo).
         discount: the discount factor in ``[0, 1]``.
         alpha: the Polyak rate of the target critics in ``[0, 1]``.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         last_info: ``train/q_loss``, ``train/v_loss``, ``train/policy_loss``, ``train/adv_mean``.
@@ -78,8 +82,8 @@ class IQL(Algorithm):
     """
 
     def __init__(self, model: Model, max_steps: int | None = None, lr: float = 3e-4, tau: float = 0.7,
-                 beta: float = 3.0, discount: float = 0.99, alpha: float = 0.005) -> None:
-        super().__init__(model)
+                 beta: float = 3.0, discount: float = 0.99, alpha: float = 0.005, *, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         for method in ("value", "policy", "qvalue", "get_actor_params", "get_critic_params", "get_value_params"):
             check_model_method(model, method, "IQL")
         if max_steps is None or isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
@@ -118,11 +122,13 @@ class IQL(Algorithm):
         return torch.distributions.Normal(mean, log_std.exp()).log_prob(action).sum(-1), mean
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """The policy's mean action: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
         return self._log_prob_and_mean(obs_batch(obs, "IQL"), None)[1]
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -161,8 +167,8 @@ class IQL(Algorithm):
             optimizer.step()
         self.policy_lr_schedule.step()
         self.sync_target(alpha=self.alpha)
-        self.last_info = {"train/q_loss": q_loss.item(), "train/v_loss": v_loss.item(),
-                          "train/policy_loss": policy_loss.item(), "train/adv_mean": float(adv.detach().mean())}
+        self.last_info = {"train/q_loss": q_loss.detach(), "train/v_loss": v_loss.detach(),
+                          "train/policy_loss": policy_loss.detach(), "train/adv_mean": adv.detach().mean()}
         return q_loss.detach(), v_loss.detach(), policy_loss.detach()
 
     update = learn  # PARL's name

@@ -16,6 +16,7 @@ from parl_algorithms.torch._common import (
 )
 from parl_algorithms.torch.sac import SAC
 from parl_core.torch import Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["OAC"]
 
@@ -44,6 +45,8 @@ class OAC(SAC):
             paper's ``beta_UB``, 4.66 on MuJoCo).
         delta: the KL budget of the shift (> 0; 23.53 on MuJoCo).
         actor_lr, critic_lr: Adam learning rates.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
         **sac_kwargs: SAC's keyword options (``with_automatic_entropy_tuning``, ...).
 
     Raises:
@@ -52,14 +55,16 @@ class OAC(SAC):
 
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  alpha: float | None = None, beta: float | None = None, delta: float | None = None,
-                 actor_lr: float | None = None, critic_lr: float | None = None, **sac_kwargs) -> None:
-        super().__init__(model, gamma, tau, alpha, actor_lr, critic_lr, **sac_kwargs)
+                 actor_lr: float | None = None, critic_lr: float | None = None, *, device: DeviceLike = None,
+                 **sac_kwargs) -> None:
+        super().__init__(model, gamma, tau, alpha, actor_lr, critic_lr, device=device, **sac_kwargs)
         if beta is None or isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
             raise ValueError(f"OAC needs beta >= 0, got beta={beta!r}; e.g. OAC(model, beta=4.66)")
         self.beta = float(beta)
         self.delta = positive(delta, "delta", "OAC", "23.53")
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def get_optimistic_exploration_action(self, obs: torch.Tensor) -> torch.Tensor:
         """An exploratory action from the optimistically shifted policy.

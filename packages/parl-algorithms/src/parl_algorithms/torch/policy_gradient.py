@@ -9,6 +9,7 @@ from torch.distributions import Categorical
 from parl_algorithms._validation import as_float_tensor, check_model_method
 from parl_algorithms.torch._common import adam, readable_shape_errors
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["PolicyGradient"]
 
@@ -25,13 +26,15 @@ class PolicyGradient(Algorithm):
     Args:
         model: the policy network.
         lr: Adam learning rate (> 0).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Raises:
         ValueError: the model does not define ``forward``, or ``lr`` is missing / not positive.
     """
 
-    def __init__(self, model: Model, lr: float | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: Model, lr: float | None = None, *, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "forward", type(self).__name__)
         if lr is None or not float(lr) > 0:
             raise ValueError(f"PolicyGradient needs a positive learning rate, got lr={lr!r}; "
@@ -46,6 +49,7 @@ class PolicyGradient(Algorithm):
                              "[B, act_dim] (end the network with softmax)")
         return probs
 
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Action probabilities.
@@ -58,6 +62,7 @@ class PolicyGradient(Algorithm):
         """
         return self._probs(as_float_tensor(obs, "obs"))
 
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
         """Sample actions from the policy.
@@ -70,6 +75,7 @@ class PolicyGradient(Algorithm):
         """
         return Categorical(probs=self.predict(obs)).sample()
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
         """One gradient step on ``mean(-log pi(a|s) * reward)``.
@@ -86,14 +92,15 @@ class PolicyGradient(Algorithm):
             ValueError: batch sizes differ or an action index is out of range.
         """
         obs = as_float_tensor(obs, "obs")
-        action = torch.as_tensor(action).reshape(-1).long()
+        action = torch.as_tensor(action, device=self.device).reshape(-1).long()
         reward = as_float_tensor(reward, "reward").reshape(-1)
         probs = self._probs(obs)
         if probs.ndim != 2 or probs.shape[0] != action.shape[0] or reward.shape[0] != action.shape[0]:
             raise ValueError(f"PolicyGradient.learn: obs {tuple(obs.shape)}, action {tuple(action.shape)} and "
                              f"reward {tuple(reward.shape)} must share the batch size B (obs [B, obs_dim], "
                              "action [B], reward [B])")
-        if action.numel() and (int(action.min()) < 0 or int(action.max()) >= probs.shape[1]):
+        low, high = torch.stack(torch.aminmax(action)).tolist() if action.numel() else (0, 0)  # one copy
+        if low < 0 or high >= probs.shape[1]:
             raise ValueError(f"PolicyGradient.learn: action indices must lie in [0, {probs.shape[1]}); "
                              "PolicyGradient supports discrete action spaces only")
         log_prob = torch.log(probs.gather(1, action.unsqueeze(1)).squeeze(1).clamp_min(1e-8))

@@ -24,6 +24,7 @@ from parl_algorithms.torch._common import (
     readable_shape_errors,
 )
 from parl_core.torch import Algorithm, Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["PPO"]
 
@@ -48,6 +49,8 @@ class PPO(Algorithm):
         continuous_action: Gaussian policy over a Box action space (``True``) or categorical (``False``).
         target_kl: if set, a ``learn`` call whose approximate KL before the step exceeds it skips the
             update and sets ``kl_exceeded`` so the caller can end the epoch loop (SB3's ``target_kl``).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         last_info: ``{"train/value_loss", "train/action_loss", "train/entropy", "train/approx_kl",
@@ -62,8 +65,8 @@ class PPO(Algorithm):
     def __init__(self, model: Model, clip_param: float = 0.1, value_loss_coef: float = 0.5,
                  entropy_coef: float = 0.01, initial_lr: float = 2.5e-4, eps: float = 1e-5,
                  max_grad_norm: float | None = 0.5, use_clipped_value_loss: bool = True, norm_adv: bool = True,
-                 continuous_action: bool = False, *, target_kl: float | None = None) -> None:
-        super().__init__(model)
+                 continuous_action: bool = False, *, target_kl: float | None = None, device: DeviceLike = None) -> None:
+        super().__init__(model, device=device)
         check_model_method(model, "value", "PPO")
         check_model_method(model, "policy", "PPO")
         self.clip_param = positive(clip_param, "clip_param", "PPO", "0.2")
@@ -121,6 +124,7 @@ class PPO(Algorithm):
 
     # -- PARL's interface ------------------------------------------------------------------------
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values.
@@ -134,6 +138,7 @@ class PPO(Algorithm):
         return self._value(obs_batch(obs, "PPO")).unsqueeze(1)
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for data collection (PARL's return order).
@@ -156,6 +161,7 @@ class PPO(Algorithm):
         return self._value(obs).unsqueeze(1), action, log_prob, entropy
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions: the Gaussian mean (continuous) or ``argmax`` of the logits (discrete).
@@ -169,6 +175,7 @@ class PPO(Algorithm):
         first, log_std = self._policy(obs_batch(obs, "PPO"))
         return first if log_std is not None else first.argmax(dim=-1)
 
+    @on_device
     @readable_shape_errors
     def learn(self, batch_obs: torch.Tensor, batch_action: torch.Tensor, batch_value: torch.Tensor,
               batch_return: torch.Tensor, batch_logprob: torch.Tensor, batch_adv: torch.Tensor,
@@ -226,7 +233,8 @@ class PPO(Algorithm):
             if self.max_grad_norm is not None:
                 clip_grad_norm(optimizer_params(self.optimizer), self.max_grad_norm)
             self.optimizer.step()
-        result = (float(value_loss.detach()), float(action_loss.detach()), float(entropy_mean.detach()))
+        # PARL's three floats, in one device -> host copy
+        result = tuple(torch.stack((value_loss.detach(), action_loss.detach(), entropy_mean.detach())).tolist())
         self._last_info = None
         # a partial, not a tuple: its tensors are not algorithm state (checkpoints skip it)
         self._pending_info = functools.partial(self._info, result, log_prob_now, old_log_prob, self.clip_param,
@@ -236,9 +244,11 @@ class PPO(Algorithm):
     @staticmethod
     def _info(result: tuple[float, float, float], log_prob: torch.Tensor, old_log_prob: torch.Tensor,
               clip_param: float, kl: float | None, skip: bool) -> dict[str, float]:
-        if kl is None:
-            kl = float(functional.approx_kl(log_prob, old_log_prob))
-        clipfrac = float(functional.clip_fraction(log_prob, old_log_prob, clip_param))
+        clipfrac = functional.clip_fraction(log_prob, old_log_prob, clip_param)
+        if kl is None:  # both in one device -> host copy
+            kl, clipfrac = torch.stack((functional.approx_kl(log_prob, old_log_prob), clipfrac)).tolist()
+        else:
+            clipfrac = float(clipfrac)
         return {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
                 "train/approx_kl": kl, "train/clip_fraction": clipfrac, "train/kl_exceeded": float(skip)}
 

@@ -12,6 +12,7 @@ from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import accepts_single_obs, obs_batch, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import OffPolicyActorCritic
 from parl_core.torch import Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["SAC"]
 
@@ -33,6 +34,8 @@ class SAC(OffPolicyActorCritic):
             (Haarnoja et al. 2018, section 5).
         target_entropy: defaults to ``-act_dim``.
         alpha_lr: Adam learning rate of ``log_alpha``; defaults to ``actor_lr``.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         alpha: the current temperature (a float).
@@ -48,14 +51,15 @@ class SAC(OffPolicyActorCritic):
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  alpha: float | None = None, actor_lr: float | None = None, critic_lr: float | None = None, *,
                  with_automatic_entropy_tuning: bool = False, target_entropy: float | None = None,
-                 alpha_lr: float | None = None) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 alpha_lr: float | None = None, device: DeviceLike = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
         name = type(self).__name__
         self.with_automatic_entropy_tuning = bool(with_automatic_entropy_tuning)
         if alpha is None and self.with_automatic_entropy_tuning:
             alpha = 1.0
         self.alpha = positive(alpha, "alpha", name, "0.2")
-        self.log_alpha = torch.tensor(math.log(self.alpha), requires_grad=self.with_automatic_entropy_tuning)
+        self.log_alpha = torch.tensor(math.log(self._alpha), device=self.device,
+                                      requires_grad=self.with_automatic_entropy_tuning)
         self.target_entropy = None if target_entropy is None else float(target_entropy)
         if self.with_automatic_entropy_tuning:
             # log_alpha is a second parameter group of the actor's optimizer: the actor and temperature
@@ -63,7 +67,21 @@ class SAC(OffPolicyActorCritic):
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
             self.actor_optimizer.add_param_group({"params": [self.log_alpha], "lr": lr})
 
+    @property
+    def alpha(self) -> float:
+        """The current temperature (with automatic tuning ``exp(log_alpha)``, read from the device on access)."""
+        return float(self.log_alpha.detach().exp()) if self.with_automatic_entropy_tuning else self._alpha
+
+    @alpha.setter
+    def alpha(self, value: float) -> None:
+        self._alpha = float(value)
+
+    def _temperature(self) -> torch.Tensor | float:
+        """alpha for the losses: a device tensor when it is learned (no host round trip per step)."""
+        return self.log_alpha.detach().exp() if self.with_automatic_entropy_tuning else self._alpha
+
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
@@ -84,6 +102,7 @@ class SAC(OffPolicyActorCritic):
         return torch.tanh(pre_tanh), log_prob
 
     @accepts_single_obs
+    @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised sample of the squashed Gaussian policy.
@@ -102,15 +121,17 @@ class SAC(OffPolicyActorCritic):
         with torch.no_grad():
             next_action, next_log_prob = self._sample(next_obs)
             next_q1, next_q2 = two_q(self.target_model.value(next_obs, next_action), name)
-            target = functional.sac_target(reward, next_q1, next_q2, next_log_prob, terminal, self.gamma, self.alpha)
+            target = functional.sac_target(reward, next_q1, next_q2, next_log_prob, terminal, self.gamma,
+                                           self._temperature())
         q1, q2 = two_q(self.model.value(obs, action), name)
         return F.mse_loss(q1, target) + F.mse_loss(q2, target), q1
 
     def _actor_loss(self, obs, action):
         new_action, log_prob = self._sample(obs)
         q1, q2 = two_q(self.model.value(obs, new_action), type(self).__name__)
-        return (self.alpha * log_prob - torch.min(q1, q2)).mean(), log_prob
+        return (self._temperature() * log_prob - torch.min(q1, q2)).mean(), log_prob
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -142,11 +163,9 @@ class SAC(OffPolicyActorCritic):
         self.actor_optimizer.zero_grad()
         loss.backward()
         self.actor_optimizer.step()
-        if self.with_automatic_entropy_tuning:
-            self.alpha = float(self.log_alpha.detach().exp())
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss.detach()),
-                          "train/actor_loss": float(actor_loss.detach()),
-                          "train/alpha": self.alpha, "train/entropy": float(-log_prob.detach().mean()),
-                          "train/q_mean": float(q1.detach().mean())}
+        self.last_info = {"train/critic_loss": critic_loss.detach(),
+                          "train/actor_loss": actor_loss.detach(),
+                          "train/alpha": self._temperature(), "train/entropy": -log_prob.detach().mean(),
+                          "train/q_mean": q1.detach().mean()}
         return critic_loss, actor_loss

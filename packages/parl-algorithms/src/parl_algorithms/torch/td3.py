@@ -10,6 +10,7 @@ from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import flat_q, positive, readable_shape_errors, two_q
 from parl_algorithms.torch._off_policy import DeterministicActorCritic
 from parl_core.torch import Model
+from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["TD3"]
 
@@ -29,6 +30,8 @@ class TD3(DeterministicActorCritic):
         policy_noise: std of the target-policy smoothing noise (in normalised action units).
         noise_clip: clip of that noise.
         policy_freq: one actor / target update every ``policy_freq`` critic updates.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``: where the models, optimizer state and
+            every tensor of the algorithm live; default CUDA when available (PARL's rule).
 
     Attributes:
         total_it: number of ``learn`` calls (saved in checkpoints, so a restored agent keeps the delay phase).
@@ -38,12 +41,12 @@ class TD3(DeterministicActorCritic):
     """
 
     required_methods = ("value", "policy", "Q1", "get_actor_params", "get_critic_params")
-    checkpoint_attrs = ("total_it", "_last_actor_loss")
+    checkpoint_attrs = ("total_it",)  # _last_actor_loss, a tensor, is checkpointed as one
 
     def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
                  actor_lr: float | None = None, critic_lr: float | None = None, policy_noise: float = 0.2,
-                 noise_clip: float = 0.5, policy_freq: int = 2) -> None:
-        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+                 noise_clip: float = 0.5, policy_freq: int = 2, *, device: DeviceLike = None) -> None:
+        super().__init__(model, gamma, tau, actor_lr, critic_lr, device=device)
         if policy_noise < 0 or noise_clip < 0:
             raise ValueError(f"TD3: policy_noise ({policy_noise}) and noise_clip ({noise_clip}) must be >= 0")
         self.policy_noise = float(policy_noise)
@@ -53,8 +56,9 @@ class TD3(DeterministicActorCritic):
         self.policy_freq = policy_freq
         positive(self.policy_freq, "policy_freq", "TD3", "2")
         self.total_it = 0
-        self._last_actor_loss = 0.0
+        self._last_actor_loss = torch.zeros((), device=self.device)
 
+    @on_device
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor, next_obs: torch.Tensor,
               terminal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,7 +87,7 @@ class TD3(DeterministicActorCritic):
         critic_loss.backward()
         self.critic_optimizer.step()
 
-        actor_loss = torch.tensor(self._last_actor_loss)
+        actor_loss = self._last_actor_loss
         if self.total_it % self.policy_freq == 0:
             with self.frozen_critic():
                 actor_loss = -flat_q(self.model.Q1(obs, self.model.policy(obs)), "TD3").mean()
@@ -91,7 +95,7 @@ class TD3(DeterministicActorCritic):
             actor_loss.backward()
             self.actor_optimizer.step()
             self.sync_target()
-            self._last_actor_loss = float(actor_loss.detach())
-        self.last_info = {"train/critic_loss": float(critic_loss.detach()), "train/actor_loss": self._last_actor_loss,
-                          "train/q_mean": float(q1.detach().mean())}
+            self._last_actor_loss = actor_loss.detach()
+        self.last_info = {"train/critic_loss": critic_loss.detach(), "train/actor_loss": self._last_actor_loss,
+                          "train/q_mean": q1.detach().mean()}
         return critic_loss, actor_loss

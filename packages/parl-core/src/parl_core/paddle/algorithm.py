@@ -8,6 +8,7 @@ from typing import Any
 import paddle
 
 from parl_core._algorithm_base import AlgorithmBase
+from parl_core.paddle.device import resolve_device
 from parl_core.paddle.model import Model
 
 __all__ = ["Algorithm"]
@@ -71,16 +72,25 @@ class Algorithm(AlgorithmBase):
 
     Args:
         model: the algorithm's main model, a ``parl_core.paddle.Model``.
+        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"`` / ``"cuda:1"``); it becomes paddle's current
+            device (``paddle.set_device``, process-wide) and the model is moved there. ``None`` keeps paddle's
+            default (the GPU in a CUDA build, as PARL). See :func:`parl_core.paddle.device.resolve_device`.
 
     Raises:
         TypeError: ``model`` is not a paddle ``parl.Model`` (e.g. a torch model).
+        ValueError: ``device`` asks for a GPU paddle does not have (use ``device="cpu"``).
     """
 
     checkpoint_attrs: tuple[str, ...] = ()
     _model_type = Model
 
-    def __init__(self, model: Model | None = None) -> None:
+    def __init__(self, model: Model | None = None, *, device: str | None = None) -> None:
         check_paddle_model(model, type(self).__name__)
+        self.device = resolve_device(device)
+        if device is not None:
+            paddle.set_device(self.device)
+            if model is not None:
+                model.to(device=self.device)
         self.model = model
 
     # -- checkpoints -----------------------------------------------------------------------------

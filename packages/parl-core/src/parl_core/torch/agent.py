@@ -18,9 +18,10 @@ CHECKPOINT_FORMAT = "parl-checkpoint-v1"
 
 
 def _to_tensor(value: Any, name: str, device: torch.device) -> Any:
-    """numpy / number -> tensor (float64 becomes float32); tensors and other objects pass through."""
+    """numpy -> tensor on ``device``, number -> 0-d CPU tensor (float64 becomes float32); tensors are moved to
+    ``device``; other objects pass through."""
     if isinstance(value, torch.Tensor):
-        return value.to(device)
+        return value if value.device == device else value.to(device)
     if isinstance(value, (np.ndarray, np.generic, int, float, bool, list)):
         array = np.asarray(value)
         if array.dtype == np.float64:
@@ -28,7 +29,9 @@ def _to_tensor(value: Any, name: str, device: torch.device) -> Any:
         if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
             raise TypeError(f"{name} must be a numeric numpy array, got dtype {array.dtype}; "
                             "convert it with np.asarray(x, dtype=np.float32)")
-        return torch.as_tensor(array, device=device)
+        # a number stays a CPU scalar: torch combines 0-d CPU tensors with tensors on any device without a copy,
+        # and a learning rate / epsilon read back with float() costs no device round trip
+        return torch.as_tensor(array, device=device if array.ndim else None)
     return value
 
 
@@ -131,7 +134,8 @@ class Agent(AgentBase):
             save_path: the file written by ``save``.
             model: if given, load a model-only checkpoint (``save(path, model)``) into this model.
                 A model-only file restored without ``model`` is loaded into ``self.alg.model``.
-            map_location: passed to ``torch.load`` (e.g. ``"cpu"``).
+            map_location: passed to ``torch.load``; default :attr:`device`, so a checkpoint written on a GPU
+                restores on a CPU-only machine (and a CPU one onto the GPU) without arguments.
 
         Raises:
             FileNotFoundError: ``save_path`` does not exist.
@@ -141,6 +145,8 @@ class Agent(AgentBase):
         if not os.path.isfile(save_path):
             raise FileNotFoundError(f"no checkpoint at {save_path!r}; write one with agent.save({save_path!r}) "
                                     "or check the path")
+        if map_location is None:
+            map_location = self.device
         checkpoint = torch.load(save_path, map_location=map_location, weights_only=True)
         is_full = isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
         if model is not None or not is_full:

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from parl_core._algorithm_base import AlgorithmBase
+from parl_core.torch.device import DeviceLike, resolve_device
 from parl_core.torch.model import Model
 
 __all__ = ["Algorithm"]
@@ -24,17 +25,25 @@ class Algorithm(AlgorithmBase):
     names listed in ``checkpoint_attrs`` (counters such as a policy-delay step), is covered by
     :meth:`state_dict` / :meth:`load_state_dict`, which ``Agent.save`` / ``Agent.restore`` use.
 
+    ``self.device`` is where the algorithm computes: ``model`` is moved there at construction, so target
+    networks (``copy.deepcopy(self.model)``) and optimizers built afterwards live there too; a subclass
+    creates its own tensors with ``device=self.device`` and decorates ``learn`` / ``predict`` / ``sample``
+    with :func:`parl_core.torch.device.on_device` so that numpy arrays and CPU tensors are accepted.
+
     Args:
         model: the algorithm's main model.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``; default CUDA when available,
+            else the CPU (PARL's rule).
 
     Raises:
-        TypeError: ``model`` is not a ``parl.Model``.
+        TypeError: ``model`` is not a ``parl.Model``, or ``device`` is not a device.
+        ValueError: ``device`` asks for CUDA where there is none (use ``device="cpu"``).
     """
 
     checkpoint_attrs: tuple[str, ...] = ()
     _model_type = Model
 
-    def __init__(self, model: Model | None = None) -> None:
+    def __init__(self, model: Model | None = None, *, device: DeviceLike = None) -> None:
         if model is not None and not isinstance(model, Model):
             if any(cls.__module__.startswith(("paddle", "parl_core.paddle")) for cls in type(model).__mro__):
                 raise TypeError(f"{type(self).__name__} is a PyTorch algorithm but got the paddle model "
@@ -42,7 +51,9 @@ class Algorithm(AlgorithmBase):
                                 "use the paddle algorithm (parl_algorithms.paddle, export PARL_BACKEND=paddle)")
             raise TypeError(f"{type(self).__name__} expects a parl.Model (a torch.nn.Module subclass of "
                             f"parl.Model), got {type(model).__name__}; define `class MyModel(parl.Model)`")
-        self.model = model
+        self.device = resolve_device(device)
+        # (a model whose __init__ never ran has no parameters to move; the subclass's model checks name what it lacks)
+        self.model = model.to(self.device) if model is not None and "_parameters" in vars(model) else model
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

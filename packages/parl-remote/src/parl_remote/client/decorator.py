@@ -6,6 +6,7 @@ import inspect
 import os
 from typing import Any
 
+from parl_remote import gpus
 from parl_remote.client.session import get_global_client
 
 _OPTIONS = {"wait": True, "max_memory": None, "n_gpu": 0}
@@ -120,14 +121,17 @@ def remote_class(*args: Any, **kwargs: Any) -> Any:
             calls may be in flight on one actor and run in order.
         max_memory: MiB of resident memory the actor's process may use; above it the process is
             killed and calls raise ``ActorDiedError`` naming the limit. None: no limit.
-        n_gpu: GPUs per actor. This runtime schedules CPUs only; ``n_gpu > 0`` raises
-            ``ResourceError`` when the actor is created.
+        n_gpu: whole GPUs per actor, granted exclusively from one worker; the actor's process sees exactly
+            them (``CUDA_VISIBLE_DEVICES`` is set before its class is loaded, so ``"cuda:0"`` is the first). An
+            actor with ``n_gpu=0`` on a worker that offers GPUs sees none. Creating the actor waits while the
+            GPUs are busy and raises ``ResourceError`` at once when no worker has that many.
 
     Returns:
         The proxy class (its ``_original`` attribute is the undecorated class).
 
     Raises:
         TypeError: unknown options, or decorating something that is not a class.
+        ValueError: ``max_memory`` is not positive, or ``n_gpu`` is not an int >= 0.
     """
     if len(args) == 1 and not kwargs and isinstance(args[0], type):
         return _make_proxy(args[0], _OPTIONS)
@@ -139,5 +143,6 @@ def remote_class(*args: Any, **kwargs: Any) -> Any:
     max_memory = kwargs.get("max_memory")
     if max_memory is not None and (not isinstance(max_memory, (int, float)) or max_memory <= 0):
         raise ValueError(f"max_memory is in MiB and must be positive, got {max_memory!r}")
+    gpus.check_n_gpu(kwargs.get("n_gpu", 0))
     options = {**_OPTIONS, **kwargs}
     return lambda cls: _make_proxy(cls, options)

@@ -153,10 +153,11 @@ class Client:
             )
             if kind is MsgType.REPLY:
                 return body
-            if kind is MsgType.NO_RESOURCE and body.get("kind") == "gpu":
+            if kind is MsgType.NO_RESOURCE and body.get("kind") == "gpu_never":
                 raise ResourceError(
-                    f"this cluster schedules CPUs only; {class_name} asks for n_gpu={n_gpu}. Use n_gpu=0 and pick the "
-                    "device inside the actor (e.g. CUDA_VISIBLE_DEVICES)"
+                    f"{class_name} asks for n_gpu={n_gpu}, but no worker of the cluster at {self.address} has that "
+                    f"many GPUs (GPUs per worker: {body.get('gpus_per_worker')}). Ask for fewer, or add a worker with "
+                    f"enough: `xparl connect --address {self.address} --gpu 0,1,...` on a GPU machine"
                 )
             if kind is not MsgType.NO_RESOURCE:
                 raise RemoteError(f"unexpected answer from the master: {kind.name} {body!r}")
@@ -171,6 +172,13 @@ class Client:
                         f"logs in {self.embedded.log_dir} (worker-*.log; jobs.log under <state dir>/logs)"
                     )
                 deadline = time.monotonic() + self.resource_wait_s
+            elif time.monotonic() >= deadline and body.get("kind") == "gpu":
+                raise ResourceError(
+                    f"no {n_gpu} free GPU(s) with a free CPU on one worker for a {class_name} actor after waiting "
+                    f"{self.resource_wait_s:g} s: the cluster at {self.address} has {body['gpus_total']} GPUs, "
+                    f"{body['gpus_used']} held by other actors. Delete actors that hold GPUs, or add a GPU worker: "
+                    f"`xparl connect --address {self.address} --gpu 0,1`"
+                )
             elif body["total"] == 0 and time.monotonic() >= deadline:
                 raise ResourceError(
                     f"no free CPU for a {class_name} actor after waiting {self.resource_wait_s:g} s: the cluster at "
@@ -195,7 +203,7 @@ class Client:
 
         Raises:
             SerializationError: an argument cannot be pickled (nothing is sent).
-            ResourceError: no free CPU within the wait.
+            ResourceError: no free CPU (or no ``n_gpu`` free GPUs) within the wait, or no worker has ``n_gpu`` GPUs.
             RemoteError: ``__init__`` raised on the actor (also an instance of the original type).
             ActorDiedError: the job died during ``__init__``.
         """
@@ -219,7 +227,8 @@ class Client:
             grant = self._acquire(cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
             actor = ActorConnection(self.ctx, self.signer, self.death_cause, grant, cls.__name__, forward)
             try:
-                payload = serialization.dumps({**init_body, "actor_id": grant["actor_id"]})
+                payload = serialization.dumps({**init_body, "actor_id": grant["actor_id"],
+                                               "cuda_visible_devices": grant.get("cuda_visible_devices")})
                 reply = actor.request(MsgType.INIT, payload)
                 if reply.type is MsgType.NEED_FILES:
                     files_payload = serialization.dumps({"files_hash": files_hash, "files": bundle})

@@ -107,6 +107,9 @@ class Handlers:
             self._reply_error(msg, RuntimeError("this job already hosts an actor"))
             return
         body = msg.body()
+        visible = body.get("cuda_visible_devices")
+        if visible is not None:  # the GPUs the master granted ("" for none), before any user code is imported
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
         files_hash = body.get("files_hash")
         if files_hash:
             folder = files.cached_dir(self._cache_root(), files_hash)

@@ -38,6 +38,7 @@ class JobProcess:
     client_id: str | None = None
     class_name: str = ""
     max_memory_mb: float | None = None
+    gpus: list = field(default_factory=list)  # GPU ids granted to its actor
     kill_cause: str | None = None
     started_at: float = field(default_factory=time.time)
 

@@ -107,10 +107,13 @@ class Master:
         old = self.workers.get(wid)
         info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
+        info.gpus = [str(g) for g in body.get("gpus", [])]
         for job in body.get("vacant_jobs", []):
             info.vacant[job["job_id"]] = job
         for job in body.get("busy_jobs", []):
             info.busy.add(job["actor_id"])
+            if job.get("gpus"):
+                info.gpus_used[job["actor_id"]] = list(job["gpus"])
             actor = self.actors.get(job["actor_id"])
             if actor is None:  # a restarted master learns the actor from its worker
                 actor = self._new_actor(job["actor_id"], job.get("class_name", ""), job["client_id"], info, job)
@@ -119,7 +122,8 @@ class Master:
             if client is not None:
                 client.actors.add(job["actor_id"])
         self.workers[wid] = info
-        logger.info("worker %s %s (%s, %d CPUs)", wid, "re-registered" if old else "joined", info.host, info.cpus_total)
+        logger.info("worker %s %s (%s, %d CPUs, GPUs %s)", wid, "re-registered" if old else "joined", info.host,
+                    info.cpus_total, ",".join(info.gpus) or "none")
         self._reply(msg, {"master_pid": os.getpid()})
 
     def _known(self, msg: Message, info: Any) -> bool:
@@ -181,6 +185,7 @@ class Master:
             "death_cause": None,
             "last_error": None,
             "job_id": job["job_id"],
+            "gpus": list(job.get("gpus") or ()),
         }
         self.actors[actor_id] = actor
         return actor
@@ -199,6 +204,7 @@ class Master:
         worker = self.workers.get(actor["worker_id"])
         if worker is not None:
             worker.busy.discard(actor_id)
+            worker.gpus_used.pop(actor_id, None)
 
     # ----------------------------------------------------------------------------------- clients
     def on_client_register(self, msg: Message) -> None:
@@ -243,24 +249,39 @@ class Master:
         total = sum(w.cpus_total for w in self.workers.values())
         used = sum(len(w.busy) for w in self.workers.values())
         ready = sum(len(w.vacant) for w in self.workers.values())  # free CPUs whose job process is up
-        workers = len(self.workers)
-        return {"total": total, "used": used, "vacant": max(0, total - used), "ready": ready, "workers": workers}
+        gpus_total = sum(len(w.gpus) for w in self.workers.values())
+        gpus_used = sum(len(w.gpus) - len(w.free_gpus()) for w in self.workers.values())
+        return {"total": total, "used": used, "vacant": max(0, total - used), "ready": ready,
+                "workers": len(self.workers), "gpus_total": gpus_total, "gpus_used": gpus_used,
+                "gpus_per_worker": [len(w.gpus) for w in self.workers.values()]}
 
     def on_acquire(self, msg: Message) -> None:
         body = msg.body()
-        if body.get("n_gpu", 0):
-            self._reply(msg, {"kind": "gpu", **self.capacity()}, MsgType.NO_RESOURCE)
+        n_gpu = body.get("n_gpu", 0)
+        if not isinstance(n_gpu, int) or n_gpu < 0:
+            self._reply(msg, {"kind": "gpu_never", **self.capacity()}, MsgType.NO_RESOURCE)
             return
-        candidates = [w for w in self.workers.values() if w.vacant]
+        # CPU and GPU actors share the workers: a GPU actor takes one job slot and n_gpu whole GPUs of its worker
+        candidates = [w for w in self.workers.values() if w.vacant and len(w.free_gpus()) >= n_gpu]
         if not candidates:
-            self._reply(msg, {"kind": "cpu", **self.capacity()}, MsgType.NO_RESOURCE)
+            never = n_gpu > 0 and self.workers and all(len(w.gpus) < n_gpu for w in self.workers.values())
+            kind = "gpu_never" if never else ("gpu" if n_gpu else "cpu")
+            self._reply(msg, {"kind": kind, **self.capacity()}, MsgType.NO_RESOURCE)
             return
-        worker = max(candidates, key=lambda w: len(w.vacant))
+        # a CPU actor prefers workers with no free GPU, so that GPUs keep a job slot beside them
+        worker = max(candidates, key=lambda w: (len(w.vacant) if n_gpu else -len(w.free_gpus()), len(w.vacant)))
         job_id, job = next(iter(worker.vacant.items()))
         del worker.vacant[job_id]
         actor_id = "a-" + uuid.uuid4().hex[:12]
         worker.busy.add(actor_id)
-        actor = self._new_actor(actor_id, body.get("class_name", ""), body["client_id"], worker, job)
+        granted = worker.free_gpus()[:n_gpu]
+        if granted:
+            worker.gpus_used[actor_id] = granted
+        # the job exports this before the actor's class is loaded: the granted ids, or none at all for a CPU actor
+        # on a worker that offers GPUs (they belong to the GPU actors); None leaves the environment as it is
+        visible = ",".join(granted) if worker.gpus else None
+        actor = self._new_actor(actor_id, body.get("class_name", ""), body["client_id"], worker,
+                                {**job, "gpus": granted})
         client = self.clients.get(body["client_id"])
         if client is not None:
             client.actors.add(actor_id)
@@ -273,10 +294,12 @@ class Master:
                 "client_id": body["client_id"],
                 "class_name": actor["class_name"],
                 "max_memory_mb": body.get("max_memory_mb"),
+                "gpus": granted,
             },
         )
         self._reply(
-            msg, {"actor_id": actor_id, "address": job["address"], "pid": job["pid"], "worker_id": worker.worker_id}
+            msg, {"actor_id": actor_id, "address": job["address"], "pid": job["pid"], "worker_id": worker.worker_id,
+                  "gpus": granted, "cuda_visible_devices": visible}
         )
 
     def on_actor_info(self, msg: Message) -> None:

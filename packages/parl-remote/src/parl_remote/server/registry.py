@@ -20,6 +20,13 @@ class WorkerInfo:
     cpus_total: int
     vacant: dict = field(default_factory=dict)  # job_id -> {address, pid}
     busy: set = field(default_factory=set)  # actor ids
+    gpus: list = field(default_factory=list)  # the GPU ids it offers ("0", "1", ...)
+    gpus_used: dict = field(default_factory=dict)  # actor id -> the GPU ids granted to it
+
+    def free_gpus(self) -> list[str]:
+        """GPU ids no actor holds, in the worker's order."""
+        used = {g for ids in self.gpus_used.values() for g in ids}
+        return [g for g in self.gpus if g not in used]
     metrics: dict = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
 
@@ -41,15 +48,17 @@ def status_snapshot(master: Any) -> dict:
     now = time.monotonic()
     cap = master.capacity()
     public = ("id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
-              "death_cause", "last_error")  # fmt: skip
+              "death_cause", "last_error", "gpus")  # fmt: skip
     return {
         "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
                    "started_at": master.started_at, "monitor_port": master.monitor_port},
         "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
+        "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
         "workers": [
             {
                 "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total,
                 "cpus_used": len(w.busy),
+                "gpus": list(w.gpus), "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids),
                 "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
                 "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
                 "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],

@@ -22,7 +22,7 @@ import uuid
 import psutil
 import zmq
 
-from parl_remote import __version__, config
+from parl_remote import __version__, config, gpus
 from parl_remote.server.job_pool import JobPool, JobProcess
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, shm
@@ -39,11 +39,15 @@ class Worker(JobPool):
         cpu_num: number of job slots (default: the number of cores).
         host: the address jobs bind and advertise to clients (loopback by default).
         token: the cluster token.
+        gpus: the GPU ids it offers to ``n_gpu`` actors (see ``parl_remote.gpus``); each granted actor also
+            takes one of the ``cpu_num`` job slots.
     """
 
-    def __init__(self, master_address: str, cpu_num: int | None, host: str, token: str) -> None:
+    def __init__(self, master_address: str, cpu_num: int | None, host: str, token: str,
+                 gpus: list[str] | None = None) -> None:
         self.master_address = master_address
         self.cpu_num = int(cpu_num or os.cpu_count() or 1)
+        self.gpus = list(gpus or [])
         self.host = host
         self.token = token
         self.worker_id = "w-" + uuid.uuid4().hex[:10]
@@ -107,6 +111,7 @@ class Worker(JobPool):
                 "client_id": j.client_id,
                 "class_name": j.class_name,
                 "created_at": j.started_at,
+                "gpus": j.gpus,
             }
             for j in self.jobs.values()
             if j.actor_id is not None
@@ -116,6 +121,7 @@ class Worker(JobPool):
             "host": self.host,
             "pid": os.getpid(),
             "cpus_total": self.cpu_num,
+            "gpus": self.gpus,
             "vacant_jobs": vacant,
             "busy_jobs": busy,
             "python": list(sys.version_info[:2]),
@@ -165,6 +171,7 @@ class Worker(JobPool):
         job.client_id = body["client_id"]
         job.class_name = body.get("class_name", "")
         job.max_memory_mb = body.get("max_memory_mb")
+        job.gpus = list(body.get("gpus") or [])
         job.started_at = time.time()
 
     def on_kill(self, msg: Message) -> None:
@@ -314,10 +321,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-num", type=int, default=None)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
+    parser.add_argument("--gpu", default=None, help="GPU ids offered, e.g. 0,1 ('' for none; default: detect)")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(process)d %(levelname)s %(message)s")
-    worker = Worker(args.address, args.cpu_num, args.host, token)
+    try:
+        gpu_ids, warning = gpus.resolve(args.gpu)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if warning:
+        logger.warning("%s", warning)
+    worker = Worker(args.address, args.cpu_num, args.host, token, gpus=gpu_ids)
     if args.parent_pid:
         _exit_with_parent(worker, args.parent_pid)
     worker.run()
