@@ -50,6 +50,8 @@ def run_ours(args: argparse.Namespace, actors: int) -> dict:
                str(args.popsize), "--logdir", logdir, "--no-progress", "--eval_interval", str(args.eval_interval)]
         if args.target is not None:
             cmd += ["--target_return", str(args.target)]
+        if args.noise_stdev is not None:
+            cmd += ["--noise_stdev", str(args.noise_stdev)]
         return _run(cmd)
 
 
@@ -59,6 +61,8 @@ def run_peer(args: argparse.Namespace) -> dict:
            "--eval-interval", str(args.eval_interval)]
     if args.target is not None:
         cmd += ["--target", str(args.target)]
+    if args.peer_max_wall_s is not None:
+        cmd += ["--max-wall-s", str(args.peer_max_wall_s)]
     return _run(cmd)
 
 
@@ -72,6 +76,9 @@ def main() -> None:
     parser.add_argument("--eval-interval", type=int, default=200_000)
     parser.add_argument("--target", type=float, default=None)
     parser.add_argument("--skip-peer", action="store_true", help="only ours (EvoTorch not installed)")
+    parser.add_argument("--peer-max-wall-s", type=float, default=None,
+                        help="stop EvoTorch after this wall-clock (with --target: it did not reach it by then)")
+    parser.add_argument("--noise-stdev", type=float, default=None, help="ours: --noise_stdev (default: the example's)")
     args = parser.parse_args()
     env = {"PYTHONHASHSEED": "0", **os.environ}
     os.environ.update(env)

@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=None)
     parser.add_argument("--eval-interval", type=int, default=200_000)
     parser.add_argument("--eval-episodes", type=int, default=5)
+    parser.add_argument("--max-wall-s", type=float, default=None,
+                        help="stop after this many seconds of wall-clock (the target not reached by then)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -45,12 +47,14 @@ def main() -> None:
                     symmetric=True)
     sampling_s, next_eval, eval_return, reached = 0.0, args.eval_interval, float("nan"), None
     steps = 0
-    while steps < args.max_env_steps:
+    start = psutil.Process().create_time()
+    while steps < args.max_env_steps and (args.max_wall_s is None or time.time() - start < args.max_wall_s):
         t0 = time.time()
         searcher.step()
         sampling_s += time.time() - t0
         steps = int(searcher.status["total_interaction_count"])
-        if steps >= next_eval or steps >= args.max_env_steps:
+        out_of_time = args.max_wall_s is not None and time.time() - start >= args.max_wall_s
+        if steps >= next_eval or steps >= args.max_env_steps or out_of_time:
             next_eval += args.eval_interval
             policy = problem.to_policy(searcher.status["center"])  # observation normalisation applied
             eval_return = evaluate(policy, args.eval_episodes, 10**7, env_name=args.env)
