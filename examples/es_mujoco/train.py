@@ -54,7 +54,7 @@ DEFAULTS = {
     "min_episodes_per_batch": 40,
     "min_steps_per_batch": 10_000,
     "noise_size": 25_000_000,
-    "noise_stdev": 0.02,
+    "noise_stdev": 0.03,
     "l2_coeff": 0.005,
     "max_env_steps": 10_000_000,
     "hidden": [32, 32],
