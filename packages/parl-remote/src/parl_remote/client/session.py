@@ -23,6 +23,7 @@ from typing import Any
 import zmq
 
 from parl_remote import config, files
+from parl_remote.client.acquire import acquire
 from parl_remote.client.actor import ActorConnection
 from parl_remote.client.classes import class_parts
 from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token
@@ -31,7 +32,6 @@ from parl_remote.errors import (
     ActorDiedError,
     ClusterConnectionError,
     RemoteError,
-    ResourceError,
     VersionMismatchError,
 )
 from parl_remote.transport import unix
@@ -40,9 +40,6 @@ from parl_remote.wire.protocol import MsgType
 from parl_remote.wire.signing import Signer
 
 logger = logging.getLogger(__name__)
-
-# the longest an embedded cluster's worker may take to register before actor creation gives up
-_EMBEDDED_WORKER_START_S = 120.0
 
 
 class Client:
@@ -141,63 +138,6 @@ class Client:
             self._files = (files.bundle_hash(bundle) if bundle else "", bundle)
         return self._files
 
-    def _acquire(self, class_name: str, max_memory_mb: float | None, n_gpu: int) -> dict:
-        deadline = time.monotonic() + self.resource_wait_s
-        startup_deadline = 0.0
-        delay_s = 0.01
-        warned = False
-        while True:
-            kind, body = self.master.request(
-                MsgType.ACQUIRE_JOB,
-                {"client_id": self.client_id, "class_name": class_name, "max_memory_mb": max_memory_mb, "n_gpu": n_gpu},
-            )
-            if kind is MsgType.REPLY:
-                return body
-            if kind is MsgType.NO_RESOURCE and body.get("kind") == "gpu_never":
-                raise ResourceError(
-                    f"{class_name} asks for n_gpu={n_gpu}, but no worker of the cluster at {self.address} has that "
-                    f"many GPUs (GPUs per worker: {body.get('gpus_per_worker')}). Ask for fewer, or add a worker with "
-                    f"enough: `xparl connect --address {self.address} --gpu 0,1,...` on a GPU machine"
-                )
-            if kind is not MsgType.NO_RESOURCE:
-                raise RemoteError(f"unexpected answer from the master: {kind.name} {body!r}")
-            starting = body["total"] == 0 or body["used"] + body.get("ready", body["vacant"]) < body["total"]
-            if starting and self.embedded is not None:
-                # the embedded cluster's worker or its jobs are still starting (an interpreter, the zygote and its
-                # XPARL_PRELOAD imports): that does not count against resource_wait_s, but has a limit of its own
-                startup_deadline = startup_deadline or time.monotonic() + _EMBEDDED_WORKER_START_S
-                if time.monotonic() >= startup_deadline:
-                    raise ResourceError(
-                        f"the embedded cluster did not start its jobs within {_EMBEDDED_WORKER_START_S:g} s; see its "
-                        f"logs in {self.embedded.log_dir} (worker-*.log; jobs.log under <state dir>/logs)"
-                    )
-                deadline = time.monotonic() + self.resource_wait_s
-            elif time.monotonic() >= deadline and body.get("kind") == "gpu":
-                raise ResourceError(
-                    f"no {n_gpu} free GPU(s) with a free CPU on one worker for a {class_name} actor after waiting "
-                    f"{self.resource_wait_s:g} s: the cluster at {self.address} has {body['gpus_total']} GPUs, "
-                    f"{body['gpus_used']} held by other actors. Delete actors that hold GPUs, or add a GPU worker: "
-                    f"`xparl connect --address {self.address} --gpu 0,1`"
-                )
-            elif body["total"] == 0 and time.monotonic() >= deadline:
-                raise ResourceError(
-                    f"no free CPU for a {class_name} actor after waiting {self.resource_wait_s:g} s: the cluster at "
-                    f"{self.address} has no worker. Add one: `xparl connect --address {self.address}` on a machine "
-                    "with CPUs to spare"
-                )
-            elif time.monotonic() >= deadline:
-                raise ResourceError(
-                    f"no free CPU for a {class_name} actor after waiting {self.resource_wait_s:g} s: the cluster at "
-                    f"{self.address} has {body['total']} CPUs on {body['workers']} workers, {body['used']} in use. "
-                    f"Delete unused actors, or add CPUs: `xparl connect --address {self.address} --cpu-num N` "
-                    "on another machine (or restart with a larger --cpu-num)"
-                )
-            if not warned and time.monotonic() + 5 < deadline and delay_s >= 0.2:
-                logger.info("no vacant CPU yet for %s; waiting up to %.0f s", class_name, self.resource_wait_s)
-                warned = True
-            time.sleep(delay_s)
-            delay_s = min(delay_s * 2, 0.2)
-
     def create_actor(self, cls: type, args: tuple, kwargs: dict, options: dict) -> ActorConnection:
         """Creates a remote instance of ``cls`` (see ``remote_class``) and returns its connection.
 
@@ -224,7 +164,7 @@ class Client:
             "host_id": shm.host_id() if shm.available() else "",
         }
         for attempt in range(3):
-            grant = self._acquire(cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
+            grant = acquire(self, cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
             actor = ActorConnection(self.ctx, self.signer, self.death_cause, grant, cls.__name__, forward)
             try:
                 payload = serialization.dumps({**init_body, "actor_id": grant["actor_id"],
