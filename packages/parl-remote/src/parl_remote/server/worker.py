@@ -71,6 +71,8 @@ class Worker(JobPool):
         self.next_sweep = 0.0
         self.ended_logs = 0
         self.running = True
+        self.refused: str | None = None  # the master's refusal (a wrong token, another protocol version)
+        self.ignored_notices = 0  # unsigned notices received on the job port (never acted upon)
         self.zygote: subprocess.Popen | None = None
         self.zygote_buf = b""
         self.handlers = {
@@ -302,7 +304,14 @@ class Worker(JobPool):
                 else:
                     msg = zmq_io.recv(sock, self.signer)
             except protocol.Notice as notice:
+                if routed:  # unsigned text from anyone who can reach the job port: information, never a command
+                    self.ignored_notices += 1
+                    if self.ignored_notices in (1, 10, 100, 1000) or self.ignored_notices % 10_000 == 0:
+                        logger.warning("ignored %d unsigned notice(s) on the job port (the last: %.200s)",
+                                       self.ignored_notices, notice.text)  # fmt: skip
+                    continue
                 logger.error("master refused worker %s: %s", self.worker_id, notice.text)
+                self.refused = notice.text
                 self.running = False
                 return
             if msg is None:
@@ -335,6 +344,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.parent_pid:
         _exit_with_parent(worker, args.parent_pid)
     worker.run()
+    if worker.refused is not None:  # a wrong token or another protocol version: not a clean stop
+        sys.exit(f"xparl worker: the master at {args.address} refused this worker: {worker.refused}")
 
 
 def _exit_with_parent(worker: Worker, parent_pid: int) -> None:

@@ -1,0 +1,107 @@
+"""No unsigned message stops anything: text notices, wrongly signed and malformed messages sent to a worker's job
+port are information at most, and the worker, its jobs and the cluster go on (issue #16). A worker that its
+master refuses (wrong token) exits with an error, not 0."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import psutil
+import zmq
+from conftest import start_cluster, wait_until
+
+import parl_remote as xparl
+from parl_remote.cluster_client import ClusterClient
+from parl_remote.wire import protocol
+from parl_remote.wire.protocol import HEADER, MAGIC, PROTOCOL_VERSION, MsgType
+from parl_remote.wire.signing import Signer
+
+
+@xparl.remote_class
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        self.n += k
+        return self.n
+
+
+def _listening_ports(pid: int) -> set[int]:
+    return {c.laddr.port for c in psutil.Process(pid).net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+
+
+def _fuzz_frames(rng: random.Random, n: int) -> list[list[bytes]]:
+    """Unsigned notices (the kind that used to stop a worker), wrong signatures, bad headers, random bytes."""
+    wrong = Signer("not-the-token")
+    out = []
+    for i in range(n):
+        kind = i % 5
+        if kind == 0:
+            out.append(protocol.notice_frames(MsgType.AUTH_FAILED, "you are refused"))
+        elif kind == 1:
+            out.append(protocol.notice_frames(MsgType.VERSION_MISMATCH, "x" * rng.randrange(2000)))
+        elif kind == 2:  # a correctly framed message signed with another token
+            out.append(protocol.encode(wrong, MsgType(rng.choice([int(t) for t in MsgType])), i, [b"\x80\x05N."]))
+        elif kind == 3:  # a header with another version or an unknown type, no valid signature
+            head = HEADER.pack(MAGIC, PROTOCOL_VERSION + rng.randrange(1, 5), rng.randrange(256), 0, i)
+            out.append([head + os.urandom(32) + b"payload"])
+        else:
+            out.append([os.urandom(rng.randrange(0, 300)) for _ in range(rng.randrange(1, 4))])
+    return out
+
+
+def test_fuzzed_job_port_changes_nothing():
+    cluster = start_cluster(cpu_num=2)
+    status_client = ClusterClient(cluster.address, token=cluster.token, timeout_s=3.0)
+    try:
+        before = status_client.status()
+        worker = psutil.Process(before["workers"][0]["pid"])
+        ports = _listening_ports(worker.pid)
+        assert ports, "the worker listens on its job port"
+        rss_before = worker.memory_info().rss
+        ctx = zmq.Context.instance()
+        rng = random.Random(0)
+        sent = 0
+        for port in ports:
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDHWM, 0)
+            sock.connect(f"tcp://127.0.0.1:{port}")
+            for frames in _fuzz_frames(rng, 3000):
+                sock.send_multipart(frames)
+                sent += 1
+            sock.close()
+        # the worker is still the cluster's, with its CPUs and jobs (it used to exit at the first notice)
+        wait_until(lambda: status_client.status()["workers"] and worker.is_running(), 10.0, message="worker alive")
+        xparl.connect(cluster.address, token=cluster.token)
+        try:
+            counter = Counter()
+            assert [counter.add(1) for _ in range(50)][-1] == 50
+        finally:
+            xparl.disconnect()
+        after = status_client.status()
+        assert worker.is_running() and after["cpus"]["total"] == before["cpus"]["total"] == 2
+        assert [w["pid"] for w in after["workers"]] == [worker.pid]
+        assert worker.memory_info().rss - rss_before < 64 * 2**20  # bounded: nothing of the flood is kept
+        assert sent >= 3000
+    finally:
+        status_client.close()
+        cluster.stop()
+
+
+def test_a_worker_refused_for_a_wrong_token_exits_with_an_error():
+    cluster = start_cluster(cpu_num=1)
+    try:
+        env = dict(os.environ, XPARL_TOKEN="a-wrong-token")
+        proc = subprocess.run(
+            [sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address, "--cpu-num", "1"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode != 0
+        assert "refused this worker" in proc.stderr and "token" in proc.stderr
+    finally:
+        cluster.stop()
