@@ -1,9 +1,12 @@
 """``xparl``: start, join, inspect and stop clusters (click).
 
-- ``xparl start --port P [--cpu-num N] [--monitor-port M] [--host H] [--token T]``: a master and a local
+- ``xparl start --port P [--cpu-num N] [--monitor-port M] [--host H] [--token-file F]``: a master and a local
   worker, in the background; pid files, the token (mode 0600) and ``info.json`` go to
   ``<state dir>/clusters/<P>/`` (``$XPARL_HOME``, default ``~/.parl``).
-- ``xparl connect --address A [--cpu-num N] [--token T] [--host H]``: add a worker from any machine.
+- ``xparl connect --address A [--cpu-num N] [--token-file F] [--host H]``: add a worker from any machine.
+
+The token: ``--token-file F``, else ``$XPARL_TOKEN`` (``--token T`` is accepted but shows T to every user in
+``ps``, so it warns); ``xparl connect`` on the machine of ``xparl start`` finds the cluster's token file.
 - ``xparl status [--address A]``: ask each master (recorded locally, or the given one).
 - ``xparl stop [--port P]``: stop the clusters this user started, through their pid files only.
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -23,7 +27,11 @@ import time
 import click
 
 from parl_remote import __version__, cluster, config, monitor_hook
-from parl_remote.errors import RemoteError
+from parl_remote.errors import AuthenticationError, RemoteError, VersionMismatchError
+
+
+class _Refused(click.ClickException):
+    """The master refused the token or the protocol version: waiting longer cannot help."""
 
 
 def _wait_ready(address: str, token: str, cpus: int | None, timeout_s: float) -> dict:
@@ -38,6 +46,8 @@ def _wait_ready(address: str, token: str, cpus: int | None, timeout_s: float) ->
                 status = client.status()
                 if cpus is None or status["cpus"]["total"] >= cpus:
                     return status
+            except (AuthenticationError, VersionMismatchError) as exc:  # definitive: retrying cannot help
+                raise _Refused(str(exc)) from None
             except RemoteError as exc:
                 last = exc
             time.sleep(0.1)
@@ -72,6 +82,40 @@ def _resolve_gpus(gpu: str | None) -> str:
     return ",".join(ids)
 
 
+def _token_options(default_help: str):
+    """``--token`` (visible in ``ps``: warns) and ``--token-file`` of ``xparl start`` / ``xparl connect``;
+    ``XPARL_TOKEN`` is read when neither is given."""
+
+    def decorate(func):
+        func = click.option("--token-file", "token_file", type=click.Path(dir_okay=False), default=None,
+                            help="Read the cluster token from this file (or set XPARL_TOKEN).")(func)
+        return click.option("--token", default=None,
+                            help=f"Cluster token; other users can see it in `ps`: prefer --token-file or "
+                                 f"XPARL_TOKEN  [default: {default_help}]")(func)  # fmt: skip
+
+    return decorate
+
+
+def _cli_token(token: str | None, token_file: str | None) -> tuple[str | None, str]:
+    """The token given on the command line and where it came from: ``--token`` (with a warning) or
+    ``--token-file``; ``(None, "")`` when neither is given."""
+    if token and token_file:
+        raise click.UsageError("give --token or --token-file, not both")
+    if token:
+        click.echo("warning: --token shows the token to every user of this machine (`ps`); use --token-file PATH "
+                   "or the XPARL_TOKEN environment variable", err=True)  # fmt: skip
+        return token, "--token"
+    if token_file:
+        try:
+            text = pathlib.Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {token_file}: {exc.strerror}", param_hint="--token-file") from None
+        if not text:
+            raise click.BadParameter(f"{token_file} is empty", param_hint="--token-file")
+        return text, f"--token-file {token_file}"
+    return None, ""  # the caller looks at $XPARL_TOKEN (and `connect`, at the cluster's token file)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xparl")
 def main() -> None:
@@ -95,17 +139,18 @@ def main() -> None:
     show_default=True,
     help="Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.",
 )
-@click.option("--token", default=None, help="Cluster token  [default: a new random one]")
+@_token_options("a new random one")
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
 @_gpu_option("the local worker")
 @click.option("--gpu-cluster", "--gpu_cluster", "gpu_cluster", is_flag=True, default=False,
               help="PARL's spelling, accepted: one cluster holds CPU and GPU workers, so it changes nothing; "
                    "the local worker offers the GPUs of --gpu (or those detected).")
 def start(
-    port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, no_monitor: bool,
-    gpu: str | None, gpu_cluster: bool,
+    port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, token_file: str | None,
+    no_monitor: bool, gpu: str | None, gpu_cluster: bool,
 ) -> None:
     """Start a master and a local worker in the background."""
+    token = _cli_token(token, token_file)[0] or os.environ.get("XPARL_TOKEN") or None
     gpus = _resolve_gpus(gpu)
     if gpu_cluster and not gpus:
         click.echo("note: --gpu_cluster, but this machine offers no GPU; add GPU workers with "
@@ -148,7 +193,7 @@ def start(
 @main.command(name="connect")
 @click.option("--address", required=True, help="host:port of the cluster's master.")
 @_cpu_num_option("this worker")
-@click.option("--token", default=None, envvar="XPARL_TOKEN", help="Cluster token (also XPARL_TOKEN).")
+@_token_options("XPARL_TOKEN, else the token file of a cluster started on this machine")
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -156,18 +201,24 @@ def start(
     help="Address of this machine that clients can reach (jobs bind it).",
 )
 @_gpu_option("this worker")
-def connect_cmd(address: str, cpu_num: int | None, token: str | None, host: str, gpu: str | None) -> None:
+def connect_cmd(
+    address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None
+) -> None:
     """Add a worker with this machine's CPUs (and GPUs) to a running cluster."""
-    from parl_remote.client.master_link import parse_address, resolve_token
+    from parl_remote.client.master_link import parse_address, resolve_token, token_source
 
     gpus = _resolve_gpus(gpu)
+    token, source = _cli_token(token, token_file)
     try:
         _, port = parse_address(address)
+        source = source or token_source(address, None)
         token = resolve_token(address, token)
     except (ValueError, RemoteError) as exc:
         raise click.ClickException(str(exc)) from exc
     try:
         before = _wait_ready(address, token, None, timeout_s=5.0)["cpus"]["total"]
+    except _Refused as exc:
+        raise click.ClickException(f"{exc.message} (this worker's token came from {source})") from exc
     except click.ClickException as exc:
         raise click.ClickException(f"cannot reach the master at {address}: {exc.message}") from exc
     cdir = config.cluster_dir(port)

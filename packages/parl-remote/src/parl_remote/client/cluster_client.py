@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zmq
 
-from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token
+from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token, token_source
 from parl_remote.errors import ClusterConnectionError, RemoteError, UnknownActorError
 from parl_remote.wire import protocol
 from parl_remote.wire.protocol import MsgType
@@ -28,7 +28,8 @@ class ClusterClient:
         self.address = address
         self.timeout_s = float(timeout_s)
         self._ctx = zmq.Context()
-        self._conn = MasterConnection(self._ctx, address, protocol.Signer(resolve_token(address, token)))
+        signer = protocol.Signer(resolve_token(address, token))
+        self._conn = MasterConnection(self._ctx, address, signer, token_source(address, token))
 
     def status(self) -> dict:
         """The cluster's status, JSON-serialisable.

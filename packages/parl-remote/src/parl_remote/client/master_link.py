@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import pathlib
 import threading
 import time
 from typing import Any
@@ -20,7 +21,7 @@ from parl_remote.wire.protocol import MsgType
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MasterConnection", "parse_address", "resolve_token"]
+__all__ = ["MasterConnection", "parse_address", "resolve_token", "token_source"]
 
 
 def resolve_token(address: str, token: str | None) -> str:
@@ -34,8 +35,7 @@ def resolve_token(address: str, token: str | None) -> str:
     env = os.environ.get("XPARL_TOKEN")
     if env:
         return env
-    _, port = parse_address(address)
-    path = config.state_dir() / "clusters" / str(port) / "token"
+    path = _token_file(address)
     if path.exists():
         return path.read_text().strip()
     raise AuthenticationError(
@@ -44,12 +44,31 @@ def resolve_token(address: str, token: str | None) -> str:
     )
 
 
+def _token_file(address: str) -> pathlib.Path:
+    _, port = parse_address(address)
+    return config.state_dir() / "clusters" / str(port) / "token"
+
+
+def token_source(address: str, token: str | None) -> str:
+    """Where ``resolve_token(address, token)`` takes the token from, for error messages: the argument,
+    ``$XPARL_TOKEN`` (saying when it overrides a token file), or the token file."""
+    if token:
+        return "the token passed in (token=... / --token / --token-file)"
+    path = _token_file(address)
+    if os.environ.get("XPARL_TOKEN"):
+        if path.exists():
+            return f"$XPARL_TOKEN, which overrides the token file {path} (unset XPARL_TOKEN to use the file)"
+        return "$XPARL_TOKEN"
+    return f"the token file {path}"
+
+
 class MasterConnection:
     """A request/reply channel to the master over a DEALER socket (thread-safe, with timeouts)."""
 
-    def __init__(self, ctx: zmq.Context, address: str, signer: protocol.Signer) -> None:
+    def __init__(self, ctx: zmq.Context, address: str, signer: protocol.Signer, token_source: str = "") -> None:
         self.address = address
         self.signer = signer
+        self.token_source = token_source  # named in the error when the master refuses the token
         self.sock = ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.connect(f"tcp://{address}")
@@ -84,9 +103,11 @@ class MasterConnection:
                         raise VersionMismatchError(
                             f"the cluster at {self.address} refused this client: {notice.text}"
                         ) from None
+                    source = f", taken from {self.token_source}" if self.token_source else ""
                     raise AuthenticationError(
-                        f"the cluster at {self.address} refused this client's token ({notice.text}); pass the "
-                        "cluster's token: connect(address, token=...) or XPARL_TOKEN, as printed by `xparl start`"
+                        f"the cluster at {self.address} refused this client's token{source} ({notice.text}); pass "
+                        "the cluster's token: connect(address, token=...), XPARL_TOKEN or --token-file, as printed "
+                        "by `xparl start`"
                     ) from None
                 except protocol.Rejected as exc:
                     logger.warning("dropped a message from the master: %s", exc)

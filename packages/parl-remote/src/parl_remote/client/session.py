@@ -26,7 +26,7 @@ from parl_remote import config, files
 from parl_remote.client.acquire import acquire
 from parl_remote.client.actor import ActorConnection
 from parl_remote.client.classes import class_parts
-from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token
+from parl_remote.client.master_link import MasterConnection, parse_address, resolve_token, token_source
 from parl_remote.client.reactor import Reactor
 from parl_remote.errors import (
     ActorDiedError,
@@ -52,6 +52,7 @@ class Client:
         forward_output: print the actors' output on this console, prefixed by actor name and pid.
         resource_wait_s: how long actor creation waits for a free CPU (default ``RESOURCE_WAIT_S``).
         embedded: the local cluster this client owns and stops on ``disconnect``.
+        token_source: where the token came from, named if the master refuses it (``token_source``).
 
     Raises:
         ClusterConnectionError, AuthenticationError, VersionMismatchError: see ``connect``.
@@ -66,6 +67,7 @@ class Client:
         forward_output: bool = True,
         resource_wait_s: float | None = None,
         embedded: Any = None,
+        token_source: str = "",
     ) -> None:
         self.address = address
         self.signer = Signer(token)
@@ -75,10 +77,11 @@ class Client:
         self.forward_output = forward_output
         self.resource_wait_s = config.get("RESOURCE_WAIT_S") if resource_wait_s is None else float(resource_wait_s)
         self.embedded = embedded
+        self.token_source = token_source
         self.distributed_files = tuple(distributed_files)
         self._files: tuple[str, dict[str, bytes]] | None = None
         self.ctx = zmq.Context()
-        self.master = MasterConnection(self.ctx, address, self.signer)
+        self.master = MasterConnection(self.ctx, address, self.signer, self.token_source)
         self.started_at = time.time()
         self.actors: weakref.WeakSet[ActorConnection] = weakref.WeakSet()
         self.reactor: Reactor | None = None
@@ -305,6 +308,7 @@ def connect(
                 forward_output=forward_output,
                 resource_wait_s=resource_wait_s,
                 embedded=embedded,
+                token_source=token_source(address, token),
             )
         except BaseException:
             if embedded is not None:
