@@ -14,6 +14,7 @@ import zmq
 from conftest import start_cluster, wait_until
 
 import parl_remote as xparl
+from parl_remote.client.master_link import MasterConnection
 from parl_remote.cluster_client import ClusterClient
 from parl_remote.wire import protocol
 from parl_remote.wire.protocol import HEADER, MAGIC, PROTOCOL_VERSION, MsgType
@@ -104,4 +105,34 @@ def test_a_worker_refused_for_a_wrong_token_exits_with_an_error():
         assert proc.returncode != 0
         assert "refused this worker" in proc.stderr and "token" in proc.stderr
     finally:
+        cluster.stop()
+
+
+def test_signed_but_malformed_acquire_requests_take_no_cpu():
+    """A token holder's ACQUIRE_JOB is validated whole before the scheduler changes anything; a job is granted
+    only to a registered client (issue #16: one without client_id used to take a CPU forever)."""
+    cluster = start_cluster(cpu_num=1)
+    status_client = ClusterClient(cluster.address, token=cluster.token, timeout_s=3.0)
+    ctx = zmq.Context()
+    conn = MasterConnection(ctx, cluster.address, Signer(cluster.token))
+    try:
+        bad_bodies = [None, [], {}, {"class_name": "X"}, {"client_id": ""}, {"client_id": 7},
+                      {"client_id": "c-never-registered", "class_name": "X"},
+                      {"client_id": "c-x", "n_gpu": -1}, {"client_id": "c-x", "n_gpu": 0.5},
+                      {"client_id": "c-x", "n_gpu": True}, {"client_id": "c-x", "max_memory_mb": -5},
+                      {"client_id": "c-x", "max_memory_mb": "lots"}, {"client_id": "c-x", "class_name": 3}]  # fmt: skip
+        answers = [conn.request(MsgType.ACQUIRE_JOB, body)[0] for body in bad_bodies]
+        assert MsgType.REPLY not in answers
+        assert answers[6] is MsgType.REREGISTER  # a well-formed request from an unknown client: register first
+        status = status_client.status()
+        assert status["cpus"]["used"] == 0 and status["actors"] == []
+        xparl.connect(cluster.address, token=cluster.token)  # the CPU is still there for a real client
+        try:
+            assert Counter().add(2) == 2
+        finally:
+            xparl.disconnect()
+    finally:
+        conn.close()
+        ctx.term()
+        status_client.close()
         cluster.stop()

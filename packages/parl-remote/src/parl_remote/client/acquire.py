@@ -41,6 +41,9 @@ def acquire(client: Client, class_name: str, max_memory_mb: float | None, n_gpu:
         )
         if kind is MsgType.REPLY:
             return body
+        if kind is MsgType.REREGISTER:  # a restarted master does not know this client yet
+            client._register(client.master)
+            continue
         if kind is MsgType.NO_RESOURCE and body.get("kind") == "gpu_never":
             raise ResourceError(
                 f"{class_name} asks for n_gpu={n_gpu}, but no worker of the cluster at {client.address} has that "

@@ -18,13 +18,13 @@ import os
 import signal
 import sys
 import time
-import uuid
 from typing import Any
 
 import zmq
 
 from parl_remote import __version__, config
 from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
+from parl_remote.server.scheduling import Scheduling
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol
 from parl_remote.wire.protocol import Message, MsgType
@@ -32,7 +32,7 @@ from parl_remote.wire.protocol import Message, MsgType
 logger = logging.getLogger(__name__)
 
 
-class Master:
+class Master(Scheduling):
     """See the module docstring.
 
     Args:
@@ -245,63 +245,6 @@ class Master:
             if worker is not None:
                 self._send(worker.identity, MsgType.KILL_JOB, {"job_id": actor["job_id"], "cause": cause})
 
-    def capacity(self) -> dict:
-        total = sum(w.cpus_total for w in self.workers.values())
-        used = sum(len(w.busy) for w in self.workers.values())
-        ready = sum(len(w.vacant) for w in self.workers.values())  # free CPUs whose job process is up
-        gpus_total = sum(len(w.gpus) for w in self.workers.values())
-        gpus_used = sum(len(w.gpus) - len(w.free_gpus()) for w in self.workers.values())
-        return {"total": total, "used": used, "vacant": max(0, total - used), "ready": ready,
-                "workers": len(self.workers), "gpus_total": gpus_total, "gpus_used": gpus_used,
-                "gpus_per_worker": [len(w.gpus) for w in self.workers.values()]}
-
-    def on_acquire(self, msg: Message) -> None:
-        body = msg.body()
-        n_gpu = body.get("n_gpu", 0)
-        if not isinstance(n_gpu, int) or n_gpu < 0:
-            self._reply(msg, {"kind": "gpu_never", **self.capacity()}, MsgType.NO_RESOURCE)
-            return
-        # CPU and GPU actors share the workers: a GPU actor takes one job slot and n_gpu whole GPUs of its worker
-        candidates = [w for w in self.workers.values() if w.vacant and len(w.free_gpus()) >= n_gpu]
-        if not candidates:
-            never = n_gpu > 0 and self.workers and all(len(w.gpus) < n_gpu for w in self.workers.values())
-            kind = "gpu_never" if never else ("gpu" if n_gpu else "cpu")
-            self._reply(msg, {"kind": kind, **self.capacity()}, MsgType.NO_RESOURCE)
-            return
-        # a CPU actor prefers workers with no free GPU, so that GPUs keep a job slot beside them
-        worker = max(candidates, key=lambda w: (len(w.vacant) if n_gpu else -len(w.free_gpus()), len(w.vacant)))
-        job_id, job = next(iter(worker.vacant.items()))
-        del worker.vacant[job_id]
-        actor_id = "a-" + uuid.uuid4().hex[:12]
-        worker.busy.add(actor_id)
-        granted = worker.free_gpus()[:n_gpu]
-        if granted:
-            worker.gpus_used[actor_id] = granted
-        # the job exports this before the actor's class is loaded: the granted ids, or none at all for a CPU actor
-        # on a worker that offers GPUs (they belong to the GPU actors); None leaves the environment as it is
-        visible = ",".join(granted) if worker.gpus else None
-        actor = self._new_actor(actor_id, body.get("class_name", ""), body["client_id"], worker,
-                                {**job, "gpus": granted})
-        client = self.clients.get(body["client_id"])
-        if client is not None:
-            client.actors.add(actor_id)
-        self._send(
-            worker.identity,
-            MsgType.ASSIGN_JOB,
-            {
-                "job_id": job_id,
-                "actor_id": actor_id,
-                "client_id": body["client_id"],
-                "class_name": actor["class_name"],
-                "max_memory_mb": body.get("max_memory_mb"),
-                "gpus": granted,
-            },
-        )
-        self._reply(
-            msg, {"actor_id": actor_id, "address": job["address"], "pid": job["pid"], "worker_id": worker.worker_id,
-                  "gpus": granted, "cuda_visible_devices": visible}
-        )
-
     def on_actor_info(self, msg: Message) -> None:
         actor_id = msg.body()["actor_id"]
         self._reply(msg, self.actors.get(actor_id) or self.dead_actors.get(actor_id))
@@ -422,3 +365,4 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
