@@ -82,6 +82,11 @@ def _resolve_gpus(gpu: str | None) -> str:
     return ",".join(ids)
 
 
+def _host_option(help_text: str):
+    """The ``--host`` option (default loopback) of ``xparl start`` / ``xparl connect``."""
+    return click.option("--host", default="127.0.0.1", show_default=True, help=help_text)
+
+
 def _token_options(default_help: str):
     """``--token`` (visible in ``ps``: warns) and ``--token-file`` of ``xparl start`` / ``xparl connect``;
     ``XPARL_TOKEN`` is read when neither is given."""
@@ -133,12 +138,7 @@ def main() -> None:
     default=None,
     help="Port of the web monitor  [default: port + 100]",
 )
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.",
-)
+@_host_option("Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.")
 @_token_options("a new random one")
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
 @_gpu_option("the local worker")
@@ -194,12 +194,7 @@ def start(
 @click.option("--address", required=True, help="host:port of the cluster's master.")
 @_cpu_num_option("this worker")
 @_token_options("XPARL_TOKEN, else the token file of a cluster started on this machine")
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address of this machine that clients can reach (jobs bind it).",
-)
+@_host_option("Address of this machine that clients can reach (jobs bind it).")
 @_gpu_option("this worker")
 def connect_cmd(
     address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None
