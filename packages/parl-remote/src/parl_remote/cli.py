@@ -139,7 +139,9 @@ def main() -> None:
     help="Port of the web monitor  [default: port + 100]",
 )
 @_host_option("Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.")
-@_token_options("a new random one")
+@_token_options("the token of the cluster that last ran on this port, else a new random one")
+@click.option("--new-token", is_flag=True, default=False,
+              help="Make a new token even if a cluster ran on this port (its surviving workers are then refused).")
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
 @_gpu_option("the local worker")
 @click.option("--gpu-cluster", "--gpu_cluster", "gpu_cluster", is_flag=True, default=False,
@@ -147,9 +149,9 @@ def main() -> None:
                    "the local worker offers the GPUs of --gpu (or those detected).")
 def start(
     port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, token_file: str | None,
-    no_monitor: bool, gpu: str | None, gpu_cluster: bool,
+    no_monitor: bool, gpu: str | None, gpu_cluster: bool, new_token: bool,
 ) -> None:
-    """Start a master and a local worker in the background."""
+    """Start a master and a local worker in the background (after a crash: a master for the surviving workers)."""
     token = _cli_token(token, token_file)[0] or os.environ.get("XPARL_TOKEN") or None
     gpus = _resolve_gpus(gpu)
     if gpu_cluster and not gpus:
@@ -163,15 +165,23 @@ def start(
             )
     if monitor_port is None and port + config.MONITOR_PORT_OFFSET <= 65535:
         monitor_port = port + config.MONITOR_PORT_OFFSET
+    # a restart after a crash keeps the cluster's token, so its surviving workers and actors rejoin
+    old_token, survivor = cluster.previous_run(cdir)
+    if token is None and not new_token:
+        token = old_token
+    survivor = survivor if token is not None and token == old_token else None  # a new token refuses it
     local = cluster.LocalCluster(
         cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir, gpus=gpus
     )
     try:
-        local.start()
+        local.start(start_worker=survivor is None)
     except RuntimeError as exc:
         raise click.ClickException(f"{exc} (is port {port} free?)") from exc
-    cluster.record(local, cdir)
-    _wait_ready(local.address, local.token, local.cpu_num, timeout_s=20.0)
+    cluster.record(local, cdir, worker_pid=survivor)
+    _wait_ready(local.address, local.token, 1 if survivor else local.cpu_num, timeout_s=20.0)
+    if survivor:
+        click.echo(f"xparl master restarted on port {port} with the cluster's token: the local worker (pid "
+                   f"{survivor}) rejoined with its actors (a new token: --new-token)")  # fmt: skip
     click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs"
                + (f" and GPUs {gpus}" if gpus else ""))
     click.echo(f"  token: {cdir / 'token'} (readable by you only; local clients find it)")
@@ -298,7 +308,7 @@ def stop(port: int | None) -> None:
     for cdir in dirs:
         if not cdir.exists():
             continue
-        pids = cluster.stop_recorded(cdir)
+        pids = cluster.stop_recorded(cdir, extra_pids=cluster.reported_local_workers(cdir))
         if pids:
             stopped += 1
             click.echo(f"stopped the cluster on port {cdir.name} (pids {', '.join(map(str, pids))})")

@@ -87,8 +87,9 @@ class LocalCluster:
     def _env(self) -> dict:
         return dict(os.environ, XPARL_TOKEN=self.token, XPARL="True")
 
-    def start(self, timeout_s: float = 20.0) -> None:
-        """Starts the master, waits for its port, then starts the worker.
+    def start(self, timeout_s: float = 20.0, start_worker: bool = True) -> None:
+        """Starts the master, waits for its port, then starts the worker (unless ``start_worker`` is False: a
+        master restarted for a worker that survived its crash and rejoins by itself).
 
         Raises:
             RuntimeError: the master did not come up (its log file is named).
@@ -114,6 +115,10 @@ class LocalCluster:
             self.stop()
             raise RuntimeError(f"the xparl master did not start; see {master_log}")
         self.port = int(line.split("=", 1)[1])
+        if start_worker:
+            self._start_worker(tag)
+
+    def _start_worker(self, tag: str) -> None:
         wcmd = [
             sys.executable,
             "-m",
@@ -189,15 +194,28 @@ class LocalCluster:
 
 
 # ------------------------------------------------------------------------------- pid-file state
-def record(cluster: LocalCluster, cluster_dir: pathlib.Path) -> None:
-    """Writes the pid files, the token (0600) and ``info.json`` of a started cluster."""
+def record(cluster: LocalCluster, cluster_dir: pathlib.Path, worker_pid: int | None = None) -> None:
+    """Writes the pid files, the token (0600) and ``info.json`` of a started cluster (``worker_pid``: the local
+    worker that survived a master restart, when ``cluster`` started none)."""
+    worker_pid = cluster.worker.pid if cluster.worker is not None else worker_pid
     (cluster_dir / "master.pid").write_text(str(cluster.master.pid))
-    (cluster_dir / "worker.pid").write_text(str(cluster.worker.pid))
+    (cluster_dir / "worker.pid").write_text(str(worker_pid))
     write_private(cluster_dir / "token", cluster.token)
     info = {"address": cluster.address, "port": cluster.port, "host": cluster.host, "cpu_num": cluster.cpu_num,
             "monitor_port": cluster.monitor_port, "started_at": time.time(),
-            "pids": {"master": cluster.master.pid, "worker": cluster.worker.pid}}  # fmt: skip
+            "pids": {"master": cluster.master.pid, "worker": worker_pid}}  # fmt: skip
     (cluster_dir / "info.json").write_text(json.dumps(info, indent=1))
+
+
+def previous_run(cluster_dir: pathlib.Path) -> tuple[str | None, int | None]:
+    """What a crashed cluster left in its folder: its token (None: none recorded) and the pid of its local worker
+    if that still runs (it rejoins a master restarted on the same port with the same token)."""
+    try:
+        token = (cluster_dir / "token").read_text().strip() or None
+    except OSError:
+        token = None
+    worker = cluster_dir / "worker.pid"
+    return token, (_read_pid(worker) if _pid_file_alive(worker) else None)
 
 
 def recorded_clusters() -> list[dict]:
@@ -239,11 +257,36 @@ def _pid_file_alive(path: pathlib.Path) -> bool:
         return False
 
 
-def stop_recorded(cluster_dir: pathlib.Path, timeout_s: float = 5.0) -> list[int]:
-    """Stops the processes named by the pid files of one cluster folder; returns the pids signalled.
+def reported_local_workers(cluster_dir: pathlib.Path) -> list[int]:
+    """The pids of the workers that the cluster's master lists and that run on this machine as this cluster's
+    workers (a worker that rejoined after a master restart may have no pid file here); [] if the master does
+    not answer."""
+    from parl_remote.client.cluster_client import ClusterClient
+
+    port = cluster_dir.name
+    try:
+        token = (cluster_dir / "token").read_text().strip()
+        with ClusterClient(f"127.0.0.1:{port}", token=token, timeout_s=2.0) as client:
+            workers = client.status()["workers"]
+    except Exception:  # noqa: BLE001 - no master, no token, another version: nothing reported
+        return []
+    pids = []
+    for worker in workers:
+        try:
+            cmdline = psutil.Process(worker["pid"]).cmdline()
+        except psutil.Error:
+            continue
+        if "parl_remote.server.worker" in cmdline and any(arg.endswith(f":{port}") for arg in cmdline):
+            pids.append(worker["pid"])
+    return pids
+
+
+def stop_recorded(cluster_dir: pathlib.Path, timeout_s: float = 5.0, extra_pids: list[int] = ()) -> list[int]:
+    """Stops the processes named by the pid files of one cluster folder, and ``extra_pids`` (workers the master
+    reported, ``reported_local_workers``); returns the pids signalled.
 
     Only a pid whose command line is an xparl process is signalled (a recycled pid is left alone).
-    Worker pid files (``worker*.pid``) are handled before ``master.pid``.
+    Workers are handled before the master.
     """
     pid_files = (
         sorted(cluster_dir.glob("worker*.pid"))
@@ -251,6 +294,14 @@ def stop_recorded(cluster_dir: pathlib.Path, timeout_s: float = 5.0) -> list[int
         + [cluster_dir / "master.pid"]
     )
     procs = []
+    for pid in extra_pids:
+        try:
+            proc = psutil.Process(pid)
+            if "parl_remote" in " ".join(proc.cmdline()):
+                proc.terminate()
+                procs.append(proc)
+        except psutil.Error:
+            pass
     for path in pid_files:
         if not path.exists():
             continue
