@@ -136,3 +136,18 @@ def test_signed_but_malformed_acquire_requests_take_no_cpu():
         ctx.term()
         status_client.close()
         cluster.stop()
+
+
+def test_dropped_messages_are_logged_at_a_bounded_rate(caplog, monkeypatch):
+    from parl_remote.transport import zmq_io
+
+    clock = iter([0.0, 0.1, 0.2, 5.0, 10.5, 10.6])
+    monkeypatch.setattr(zmq_io.time, "monotonic", lambda: next(clock))
+    drop_log = zmq_io.DropLog(interval_s=10.0)
+    with caplog.at_level("WARNING", logger="parl_remote.transport.zmq_io"):
+        for i in range(6):
+            drop_log(b"peer", f"bad signature {i}")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2  # the first at once, then one summary after the interval
+    assert "bad signature 0" in lines[0] and "more since" not in lines[0]
+    assert "bad signature 4" in lines[1] and "and 3 more since the last report" in lines[1]

@@ -7,6 +7,7 @@ receive it bare. Out-of-band buffers (large arrays) travel as zero-copy frames.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import zmq
@@ -131,6 +132,30 @@ def _discard_rest(sock: zmq.Socket) -> None:
         raise deferred
 
 
+class DropLog:
+    """Logs dropped messages without letting their senders grow the log: the first drop at once, then at most
+    one line per ``interval_s`` with how many were dropped since (any local process can send messages to a
+    ROUTER port, so one line per message would let it write megabytes per second)."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self.interval_s = interval_s
+        self.next_at = 0.0
+        self.suppressed = 0
+
+    def __call__(self, peer: object, reason: object) -> None:
+        now = time.monotonic()
+        if now < self.next_at:
+            self.suppressed += 1
+            return
+        more = f" (and {self.suppressed} more since the last report)" if self.suppressed else ""
+        logger.warning("dropped a message from %r: %s%s", peer, reason, more)
+        self.next_at, self.suppressed = now + self.interval_s, 0
+
+
+#: the process's rate-limited log of dropped messages (``recv`` / ``recv_routed``)
+log_drop = DropLog()
+
+
 def send_notice(sock: zmq.Socket, msg_type: MsgType, text: str, identity: bytes | None = None) -> None:
     """Sends an unsigned AUTH_FAILED / VERSION_MISMATCH notice carrying only ``text``."""
     try:
@@ -157,7 +182,7 @@ def recv(sock: zmq.Socket, signer: Signer, flags: int = 0, channel: shm_arena.Ch
     try:
         return decode(signer, frames, channel)
     except Rejected as exc:
-        logger.warning("dropped a message from the peer: %s", exc)
+        log_drop("the peer", exc)
         return None
 
 
@@ -188,7 +213,7 @@ def recv_routed(
     try:
         return peer, decode(signer, frames[1:], channel)
     except Rejected as exc:
-        logger.warning("dropped a message from %r: %s", peer, exc)
+        log_drop(peer, exc)
         if reply_notices and exc.notice is not None:
             send_notice(sock, exc.notice, notice_text(exc.notice), identity=peer)
         return None
