@@ -27,6 +27,8 @@ from parl_remote.transport.sigint import _Sigint, fire_pending, register_critica
 from parl_remote.wire import framing, protocol
 
 _BUF_BYTES = 256 << 10  # receive buffer; frames at least _DIRECT_BYTES are received into their own buffer
+MAX_FRAME_BYTES = 1 << 40  # a larger declared frame is a corrupt stream
+_BIG_FIRST = 4 << 20  # the first allocation for a large frame; it then doubles as bytes arrive
 _DIRECT_BYTES = 64 << 10
 _MAX_IOV = 512  # buffers per sendmsg call (IOV_MAX is 1024 on Linux)
 _NOTIFY_LIMIT_BYTES = 8 << 20  # notifications (output) are dropped while this much is waiting to be sent
@@ -62,8 +64,9 @@ class StreamConnection:
         self._end = 0
         self._lengths: tuple | None = None  # frame lengths of the message being received
         self._frames: list = []
-        self._big: bytearray | None = None  # a large frame being received into its own buffer
+        self._big: bytearray | None = None  # a large frame being received into its own buffer (grown as it fills)
         self._big_filled = 0
+        self._big_len = 0  # the large frame's declared length
         self._outbox: collections.deque = collections.deque()  # memoryviews not sent yet
         self._out_bytes = 0
         self.closed = False
@@ -246,6 +249,8 @@ class StreamConnection:
         flags = 0 if blocking else _DONTWAIT
         try:
             if self._big is not None:
+                if self._big_filled == len(self._big):  # grow by doubling, never past what the peer declared
+                    self._big[len(self._big) :] = bytes(min(len(self._big), self._big_len - len(self._big)))
                 space = len(self._big) - self._big_filled
                 n = self.sock.recv_into(memoryview(self._big)[self._big_filled :], 0, flags)
                 if n:
@@ -277,7 +282,7 @@ class StreamConnection:
         view = self._view
         while True:
             if self._big is not None:
-                if self._big_filled < len(self._big):
+                if self._big_filled < self._big_len:
                     return
                 self._frames.append(memoryview(self._big).toreadonly() if len(self._frames) else self._big)
                 self._big = None
@@ -296,15 +301,18 @@ class StreamConnection:
                 length = self._lengths[len(self._frames)]
                 avail = self._end - self._start
                 if length >= _DIRECT_BYTES:
+                    # the buffer grows with the bytes that arrive: a prefix alone reserves no more than _BIG_FIRST
+                    take = min(avail, length)
                     try:
-                        big = bytearray(length)
+                        if length > MAX_FRAME_BYTES:
+                            raise OverflowError
+                        big = bytearray(min(length, max(take, _BIG_FIRST)))
                     except (MemoryError, OverflowError):
                         self.close()
                         raise protocol.Rejected(f"a stream frame of {length} bytes", None) from None
-                    take = min(avail, length)
                     big[:take] = view[self._start : self._start + take]
                     self._start += take
-                    self._big, self._big_filled = big, take
+                    self._big, self._big_filled, self._big_len = big, take, length
                     continue
                 if avail < length:
                     return
