@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 import zmq
 from conftest import start_cluster, wait_until
 
@@ -151,3 +152,20 @@ def test_dropped_messages_are_logged_at_a_bounded_rate(caplog, monkeypatch):
     assert len(lines) == 2  # the first at once, then one summary after the interval
     assert "bad signature 0" in lines[0] and "more since" not in lines[0]
     assert "bad signature 4" in lines[1] and "and 3 more since the last report" in lines[1]
+
+
+@pytest.mark.parametrize("msg_type, body", [
+    ("BATCH", [1, 2, 3]),  # items that are not (type, request id, body)
+    ("BATCH", None),
+    ("CALL", {"no": "method"}),
+    ("GET_ATTR", 42),
+    ("SET_ATTR", "not a pair"),
+])  # fmt: skip
+def test_a_job_answers_malformed_signed_requests_and_stays_up(connected, msg_type, body):
+    from parl_remote.wire import serialization
+
+    counter = Counter()
+    assert counter.add(1) == 1
+    reply = counter._xparl_actor.request(MsgType[msg_type], serialization.dumps(body))
+    assert reply.type is MsgType.ERROR
+    assert counter.add(1) == 2  # the same actor, alive, its state intact

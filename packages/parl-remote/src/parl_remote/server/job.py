@@ -224,7 +224,10 @@ class Job(StreamServing, OutputCapture, Handlers):
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
             else:
-                handler(msg)
+                try:
+                    handler(msg)
+                except Exception as exc:  # noqa: BLE001 - a malformed (signed) request: answer it, stay up
+                    self._malformed(msg, exc)
         if self.pending_output:
             self._flush_output()
 

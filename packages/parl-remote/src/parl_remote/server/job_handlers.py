@@ -20,7 +20,7 @@ import cloudpickle
 import zmq
 
 from parl_remote import files
-from parl_remote.errors import SHM_LOSS_HINT, SerializationError, TransferError, error_body
+from parl_remote.errors import SHM_LOSS_HINT, RemoteError, SerializationError, TransferError, error_body
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, serialization, shm, shm_arena
 from parl_remote.wire.protocol import Message, MsgType
@@ -75,6 +75,15 @@ class Handlers:
             f"not run: {exc}. {SHM_LOSS_HINT}"
         )
         self._reply(Message(exc.type, exc.req_id, [b""]), error_body(error, ""), MsgType.ERROR)
+
+    def _malformed(self, msg: Message, exc: Exception) -> None:
+        """A signed request that its handler could not read (a token holder's malformed body): logged and, when
+        someone waits for it, answered with an error; the job stays up."""
+        logger.warning("job %s: could not read a %s request: %r", self.job_id, msg.type.name, exc)
+        self.batch_out = None
+        if msg.req_id:
+            error = RemoteError(f"actor {self.actor_id}: the job could not read this {msg.type.name} request ({exc!r})")
+            self._reply(msg, error_body(error, ""), MsgType.ERROR)
 
     def _reply_error(self, msg: Message, exc: BaseException) -> None:
         tb_text = traceback.format_exc()

@@ -80,7 +80,10 @@ class StreamServing:
             if handler is None:
                 logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
             else:
-                handler(msg)
+                try:
+                    handler(msg)
+                except Exception as exc:  # noqa: BLE001 - a malformed (signed) request: answer it, stay up
+                    self._malformed(msg, exc)
         if not alive or peer.closed:
             self._drop_stream(peer)
             return
