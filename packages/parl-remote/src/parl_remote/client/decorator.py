@@ -60,6 +60,14 @@ class RemoteProxy:
             raise AttributeError(f"attribute names starting with {RESERVED_PREFIX!r} are reserved by xparl")
         self.__dict__["_xparl_actor"].set_attr(name, value)
 
+    def destroy(self) -> None:
+        """Ends the remote object now, in both modes (PARL's ``destroy``): its job exits and its CPU returns to
+        the cluster. Idempotent; a later call on the proxy raises ``RemoteError`` ("... was deleted"). A class
+        that defines its own ``destroy`` method gets that method called remotely instead."""
+        actor = self.__dict__.get("_xparl_actor")
+        if actor is not None:
+            actor.close()
+
     def __del__(self) -> None:
         actor = self.__dict__.get("_xparl_actor")
         if actor is not None:

@@ -1,0 +1,44 @@
+"""PARL's ``destroy()`` on remote objects, in blocking and in future mode (issue #14)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import wait_until
+
+import parl_remote as xparl
+
+
+@xparl.remote_class
+class Blocking:
+    def ping(self):
+        return "pong"
+
+
+@xparl.remote_class(wait=False)
+class Future:
+    def ping(self):
+        return "pong"
+
+
+@xparl.remote_class
+class OwnDestroy:
+    def destroy(self):
+        return "the class's own destroy"
+
+
+@pytest.mark.parametrize("cls, result", [(Blocking, lambda r: r), (Future, lambda r: r.get())])
+def test_destroy_ends_the_remote_object_and_frees_its_cpu(connected, status_client, cls, result):
+    used = status_client.status()["cpus"]["used"]
+    obj = cls()
+    assert result(obj.ping()) == "pong"
+    assert status_client.status()["cpus"]["used"] == used + 1
+    obj.destroy()
+    obj.destroy()  # idempotent
+    wait_until(lambda: status_client.status()["cpus"]["used"] == used, message="the CPU to return")
+    with pytest.raises(xparl.RemoteError, match="deleted"):
+        result(obj.ping())
+
+
+def test_a_class_with_its_own_destroy_keeps_it(connected):
+    obj = OwnDestroy()
+    assert obj.destroy() == "the class's own destroy"
