@@ -69,6 +69,28 @@ def _gpu_option(whose: str):
                              "(nvidia-ml-py) or CUDA_VISIBLE_DEVICES; none if neither is there]")
 
 
+def _parl_log_options(func):
+    """PARL's ``--debug`` and ``--log_server_port_range`` of ``xparl start`` / ``xparl connect``."""
+    func = click.option("--log_server_port_range", "--log-server-port-range", "log_server_port_range", default=None,
+                        metavar="START-END",
+                        help="PARL's per-worker log server ports: accepted, not needed (actor logs travel through "
+                             "the master: `xparl status`, the monitor, ActorDiedError)")(func)  # fmt: skip
+    return click.option("--debug", is_flag=True, default=False,
+                        help="Debug-level logs from the master, workers and jobs (PARL's flag), in the log "
+                             "folder that start prints")(func)  # fmt: skip
+
+
+def _apply_parl_log_options(debug: bool, log_server_port_range: str | None) -> None:
+    if log_server_port_range is not None:
+        start, _, end = log_server_port_range.partition("-")
+        if not (start.isdigit() and end.isdigit() and int(start) <= int(end)):
+            raise click.BadParameter("use START-END, e.g. 8000-9000", param_hint="--log_server_port_range")
+        click.echo("note: --log_server_port_range is accepted for PARL's scripts and not needed: actor logs "
+                   "travel through the master (no per-worker log server)", err=True)  # fmt: skip
+    if debug:
+        os.environ["XPARL_DEBUG"] = "1"  # inherited by the master, the workers and their jobs
+
+
 def _resolve_gpus(gpu: str | None) -> str:
     """The ``--gpu`` value passed to the worker (checked here, so a bad id fails the command itself)."""
     from parl_remote import gpus
@@ -140,6 +162,7 @@ def main() -> None:
 )
 @_host_option("Interface the master binds; 0.0.0.0 to accept workers and clients from other machines.")
 @_token_options("the token of the cluster that last ran on this port, else a new random one")
+@_parl_log_options
 @click.option("--new-token", is_flag=True, default=False,
               help="Make a new token even if a cluster ran on this port (its surviving workers are then refused).")
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
@@ -149,9 +172,11 @@ def main() -> None:
                    "the local worker offers the GPUs of --gpu (or those detected).")
 def start(
     port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, token_file: str | None,
-    no_monitor: bool, gpu: str | None, gpu_cluster: bool, new_token: bool,
+    no_monitor: bool, gpu: str | None, gpu_cluster: bool, new_token: bool, debug: bool,
+    log_server_port_range: str | None,
 ) -> None:
     """Start a master and a local worker in the background (after a crash: a master for the surviving workers)."""
+    _apply_parl_log_options(debug, log_server_port_range)
     token = _cli_token(token, token_file)[0] or os.environ.get("XPARL_TOKEN") or None
     gpus = _resolve_gpus(gpu)
     if gpu_cluster and not gpus:
@@ -206,10 +231,13 @@ def start(
 @_token_options("XPARL_TOKEN, else the token file of a cluster started on this machine")
 @_host_option("Address of this machine that clients can reach (jobs bind it).")
 @_gpu_option("this worker")
+@_parl_log_options
 def connect_cmd(
-    address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None
+    address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None,
+    debug: bool, log_server_port_range: str | None,
 ) -> None:
     """Add a worker with this machine's CPUs (and GPUs) to a running cluster."""
+    _apply_parl_log_options(debug, log_server_port_range)
     from parl_remote.client.master_link import parse_address, resolve_token, token_source
 
     gpus = _resolve_gpus(gpu)

@@ -118,3 +118,9 @@ def parse_address(address: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"address must be 'host:port' (e.g. 'localhost:8010'), got {address!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def log_level(default: str) -> str:
+    """The log level of the cluster's processes: ``DEBUG`` when ``XPARL_DEBUG`` is set (``xparl start --debug``,
+    PARL's flag), else ``default`` (``"INFO"`` / ``"WARNING"``)."""
+    return "DEBUG" if os.environ.get("XPARL_DEBUG") else default

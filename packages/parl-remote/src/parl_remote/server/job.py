@@ -333,7 +333,8 @@ def main(argv: list[str] | None = None) -> None:
     if os.getppid() != args.worker_pid:
         sys.exit(EXIT_NOT_STARTED)
     token = os.environ.pop("XPARL_TOKEN", "")
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s job %(process)d %(levelname)s %(message)s")
+    log_format = "%(asctime)s job %(process)d %(levelname)s %(message)s"
+    logging.basicConfig(level=config.log_level("WARNING"), format=log_format)
     job = Job(args.worker_address, args.job_id, args.host, args.log_dir, args.cache_dir, token, args.worker_pid)
     job.run()
     os._exit(job.exit_code)

@@ -325,6 +325,7 @@ class Master(Scheduling):
         if received is None:
             return
         self.sender, msg = received
+        logger.debug("%s (request %d) from %r", msg.type.name, msg.req_id, self.sender)  # xparl start --debug
         handler = self.handlers.get(msg.type)
         if handler is None:
             logger.warning("master: unexpected message %s", msg.type.name)
@@ -344,7 +345,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(process)d %(levelname)s %(message)s")
+    log_format = "%(asctime)s master %(process)d %(levelname)s %(message)s"
+    logging.basicConfig(level=config.log_level("INFO"), format=log_format)
     master = Master(args.host, args.port, token, args.monitor_port)
     print(f"XPARL_MASTER_PORT={master.port}", flush=True)
     if args.parent_pid:

@@ -316,6 +316,7 @@ class Worker(JobPool):
                 return
             if msg is None:
                 continue
+            logger.debug("%s (request %d) from the %s", msg.type.name, msg.req_id, "jobs" if routed else "master")
             handler = handlers.get(msg.type)
             if handler is None:
                 logger.warning("worker: unexpected message %s", msg.type.name)
@@ -333,7 +334,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gpu", default=None, help="GPU ids offered, e.g. 0,1 ('' for none; default: detect)")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(process)d %(levelname)s %(message)s")
+    log_format = "%(asctime)s worker %(process)d %(levelname)s %(message)s"
+    logging.basicConfig(level=config.log_level("INFO"), format=log_format)
     try:
         gpu_ids, warning = gpus.resolve(args.gpu)
     except ValueError as exc:
