@@ -485,3 +485,20 @@ def test_gpu_columns_show_used_and_free_gpus_per_worker(client, fake):
     page = text(client.get("/workers/w-aaa"))
     assert '<span data-field="gpus_used">1</span> used' in page and '<span data-field="gpus_free">0,2</span>' in page
     assert "<h2>GPUs</h2>" not in text(client.get("/workers/w-bbb"))  # a worker without GPUs has no GPU card
+
+
+@pytest.mark.parametrize("parl_url, ours", [
+    ("/workers", "/#workers"),
+    ("/clients", "/#clients"),
+    ("/cluster", "/api/status"),
+    ("/logs?client_id=c-111", "/clients/c-111"),
+])  # fmt: skip
+def test_parl_monitor_urls_redirect_to_ours(client, parl_url, ours):
+    resp = client.get(parl_url)
+    assert resp.status_code == 302 and resp.headers["Location"] == ours
+    assert client.get(ours.split("#")[0]).status_code == 200  # the target is one of our pages
+
+
+def test_parl_logs_url_without_a_client_names_the_fix(client):
+    resp = client.get("/logs")
+    assert resp.status_code == 400 and "client_id" in resp.get_data(as_text=True)

@@ -7,7 +7,7 @@ Each page renders its figures on the server from the same page-data functions as
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, render_template, request
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from parl_monitor import data
 from parl_monitor.state import current_state as state
@@ -64,3 +64,31 @@ def actor(actor_id: str):
 def errors():
     """The last remote error of every actor, newest first."""
     return _render("errors", "Remote errors", **data.errors_page(state().status()))
+
+
+# PARL's monitor URLs (parl/remote/monitor.py), so bookmarks and scripts written for PARL land on our pages
+@bp.get("/workers")
+def parl_workers():
+    """PARL's worker list -> the overview's workers table."""
+    return redirect(url_for("views.overview") + "#workers")
+
+
+@bp.get("/clients")
+def parl_clients():
+    """PARL's client list -> the overview's clients table."""
+    return redirect(url_for("views.overview") + "#clients")
+
+
+@bp.get("/cluster")
+def parl_cluster():
+    """PARL's cluster JSON -> ours (``/api/status``, the ``ClusterClient.status()`` snapshot)."""
+    return redirect(url_for("api.status"))
+
+
+@bp.get("/logs")
+def parl_logs():
+    """PARL's job logs of a client (``/logs?client_id=...``) -> that client's page, which links its actors' logs."""
+    client_id = request.args.get("client_id")
+    if not client_id:
+        abort(400, description="PARL's /logs needs ?client_id=...; this monitor lists clients on its overview (/)")
+    return redirect(url_for("views.client", client_id=client_id))
