@@ -418,6 +418,20 @@ def test_foreign_host_header_is_refused_on_loopback(client):
     assert client.get("/api/overview", headers={"Host": "evil.example:8110"}).status_code == 400
     assert client.get("/api/overview", headers={"Host": "127.0.0.1:8110"}).status_code == 200
     assert client.get("/", headers={"Host": "localhost:8110"}).status_code == 200
+    assert client.get("/", headers={"Host": "[::1]:8110"}).status_code == 200  # as the README lists it
+    assert client.get("/api/overview", headers={"Host": "[::1]"}).status_code == 200
+    assert client.get("/", headers={"Host": "[::2]:8110"}).status_code == 400
+    assert client.get("/", headers={"Host": "127.0.0.1.evil.example"}).status_code == 400
+
+
+def test_session_cookie_is_same_site_strict(fake, monkeypatch):
+    from parl_monitor.app import create_app
+
+    app = create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0, "HISTORY_INTERVAL_S": 0.0, "TESTING": True,
+                      "TOKEN": "t", "REQUIRE_TOKEN": True})  # fmt: skip
+    resp = app.test_client().get("/?token=t")
+    assert resp.status_code == 302
+    assert "SameSite=Strict" in resp.headers["Set-Cookie"] and "HttpOnly" in resp.headers["Set-Cookie"]
 
 
 def test_values_are_html_escaped(client, fake):

@@ -9,7 +9,7 @@ import secrets
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Flask, current_app, jsonify, redirect, render_template, request, session
+from flask import Flask, abort, current_app, jsonify, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException
 
 from parl_monitor.state import EXTENSION, ClusterUnavailableError, MonitorState, current_state
@@ -86,13 +86,13 @@ def create_app(config: dict | None = None) -> Flask:
     if cfg["REQUIRE_TOKEN"] and not cfg["TOKEN"]:
         raise ValueError(f"parl-monitor bound to {cfg['HOST']} (not loopback) requires the cluster token: pass "
                          "--token T (or PARL_MONITOR_TOKEN), or bind to 127.0.0.1")
-    if not cfg["REQUIRE_TOKEN"] and not cfg.get("TRUSTED_HOSTS"):
-        # Without a token, only answer requests addressed to a loopback name: a web page on another site cannot
-        # read the monitor through DNS rebinding (its requests carry that site's Host header -> 400).
-        cfg["TRUSTED_HOSTS"] = ["127.0.0.1", "localhost", "::1", "[::1]"]
+    # Without a token, only answer requests addressed to a loopback name (127.0.0.1, localhost, [::1]): a web page
+    # on another site cannot read the monitor through DNS rebinding (its requests carry that site's Host -> 400).
+    # (Our own check: werkzeug's TRUSTED_HOSTS cannot match an IPv6 literal such as [::1]:8110.)
+    cfg.setdefault("LOOPBACK_HOSTS_ONLY", not cfg["REQUIRE_TOKEN"])
     if not cfg["SECRET_KEY"]:
         cfg["SECRET_KEY"] = secrets.token_bytes(32)
-    cfg.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    cfg["SESSION_COOKIE_SAMESITE"] = cfg.get("SESSION_COOKIE_SAMESITE") or "Strict"  # Flask's default is None
     cfg["SESSION_COOKIE_HTTPONLY"] = True
 
     app.extensions[EXTENSION] = MonitorState(
@@ -105,6 +105,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.register_blueprint(views_bp)
     app.register_blueprint(api_bp, url_prefix="/api")
+    app.before_request(_check_host)
     app.before_request(_check_token)
     app.register_error_handler(ClusterUnavailableError, _cluster_unavailable)
     app.register_error_handler(HTTPException, _http_error)
@@ -120,6 +121,17 @@ state = current_state  # the former name
 def wants_json() -> bool:
     """True for requests to the JSON API."""
     return request.path == "/api" or request.path.startswith("/api/")
+
+
+def _check_host():
+    """Refuse (400) a request whose Host header is not a loopback name, when ``LOOPBACK_HOSTS_ONLY``."""
+    if not current_app.config["LOOPBACK_HOSTS_ONLY"]:
+        return None
+    host = request.host
+    name = host[: host.index("]") + 1] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    if not is_loopback(name):
+        abort(400, description=f"Host {host!r} is not accepted: open the monitor at http://127.0.0.1:<port>")
+    return None
 
 
 def _check_token():
