@@ -80,15 +80,32 @@ def test_sub_packages_and_distributed_files(cluster, xparl_home, tmp_path):
     assert len(bundles() - existing) == 2
 
 
-def test_missing_distributed_file_is_reported(cluster, tmp_path):
+def test_missing_distributed_file_is_reported_by_connect(cluster, tmp_path):
     code = (
         "import parl_remote as xparl\n"
-        f"xparl.connect({cluster.address!r}, token={cluster.token!r}, distributed_files=['nothing/*.bin'])\n"
-        "@xparl.remote_class\n"
-        "class A:\n"
-        "    pass\n"
-        "A()\n"
+        "try:\n"
+        f"    xparl.connect({cluster.address!r}, token={cluster.token!r}, distributed_files=['nothing/*.bin'])\n"
+        "except ValueError as exc:  # PARL's exception type, raised by connect() itself\n"
+        "    print('connect raised', type(exc).__name__, isinstance(exc, FileNotFoundError), exc)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
-    assert "FileNotFoundError" in result.stderr and "nothing/*.bin" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("connect raised DistributedFilesError True") and "nothing/*.bin" in result.stdout
+
+
+def test_empty_folders_of_a_shipped_folder_are_created(cluster, tmp_path):
+    (tmp_path / "assets" / "empty" / "deeper").mkdir(parents=True)
+    (tmp_path / "assets" / "one.txt").write_text("1")
+    code = (
+        "import os, parl_remote as xparl\n"
+        "@xparl.remote_class\n"
+        "class A:\n"
+        "    def listing(self):\n"
+        "        return sorted(os.path.relpath(os.path.join(d, n), 'assets') for d, ds, fs in os.walk('assets') "
+        "for n in ds + fs)\n"
+        f"xparl.connect({cluster.address!r}, token={cluster.token!r}, distributed_files=['assets'])\n"
+        "print(A().listing())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "['empty', 'empty/deeper', 'one.txt']"

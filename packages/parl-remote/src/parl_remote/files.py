@@ -54,6 +54,11 @@ def _python_files(root: pathlib.Path) -> list[pathlib.Path]:
     return found
 
 
+class DistributedFilesError(FileNotFoundError, ValueError):
+    """A ``distributed_files`` pattern that matches no file (a ``ValueError`` as in PARL, and a
+    ``FileNotFoundError``)."""
+
+
 def collect(distributed_files: tuple[str, ...] | list[str], entry_dir: pathlib.Path | None) -> dict[str, bytes]:
     """Reads the files to ship.
 
@@ -67,7 +72,7 @@ def collect(distributed_files: tuple[str, ...] | list[str], entry_dir: pathlib.P
         ``{relative posix path: content}``.
 
     Raises:
-        FileNotFoundError: a pattern that matches no file.
+        DistributedFilesError: a pattern that matches no file (a ``ValueError`` and a ``FileNotFoundError``).
         ValueError: the bundle exceeds 64 MiB.
     """
     files: dict[str, bytes] = {}
@@ -80,12 +85,20 @@ def collect(distributed_files: tuple[str, ...] | list[str], entry_dir: pathlib.P
         matches = [m for m in matches if m.is_file()] + [
             f for m in matches if m.is_dir() for f in m.rglob("*") if f.is_file() and "__pycache__" not in f.parts
         ]
-        if not matches:
-            raise FileNotFoundError(f"distributed_files pattern {pattern!r} matches no file (relative to {cwd})")
+        if not matches and not any(pathlib.Path(m).is_dir() for m in glob.glob(str(pattern), recursive=True)):
+            raise DistributedFilesError(
+                f"distributed_files pattern {pattern!r} matches no file (relative to {cwd}); fix the path or pattern"
+            )
         for match in matches:
             resolved = match.resolve()
             rel = resolved.relative_to(cwd).as_posix() if cwd in resolved.parents else resolved.name
             files[rel] = resolved.read_bytes()
+        for folder in (pathlib.Path(m) for m in glob.glob(str(pattern), recursive=True)):
+            for empty in [folder, *folder.rglob("*")] if folder.is_dir() else []:
+                if empty.is_dir() and not any(empty.iterdir()):  # shipped as "path/": created remotely
+                    resolved = empty.resolve()
+                    rel = resolved.relative_to(cwd).as_posix() if cwd in resolved.parents else resolved.name
+                    files[rel + "/"] = b""
     total = sum(len(v) for v in files.values())
     if total > MAX_BUNDLE_BYTES:
         raise ValueError(
@@ -128,6 +141,9 @@ def extract(cache_root: pathlib.Path, files_hash: str, files: dict[str, bytes]) 
         if tmp.resolve() not in target.parents:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ValueError(f"refusing to write {rel!r} outside the bundle folder")
+        if rel.endswith("/"):  # an empty folder of the bundle
+            target.mkdir(parents=True, exist_ok=True)
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
     (tmp / ".complete").write_bytes(b"")

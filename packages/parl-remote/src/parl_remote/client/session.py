@@ -274,7 +274,8 @@ def connect(
         The process-wide client.
 
     Raises:
-        ValueError: malformed address, or ``cpu_num`` given with an address.
+        ValueError: malformed address, ``cpu_num`` given with an address, or a ``distributed_files`` pattern
+            that matches no file (``files.DistributedFilesError``, checked here as PARL does, not at the first actor).
         ClusterConnectionError: nothing answers at ``address`` within ``MASTER_TIMEOUT_S`` seconds.
         AuthenticationError: wrong or missing token.
         VersionMismatchError: the cluster runs another protocol or Python version.
@@ -313,6 +314,11 @@ def connect(
         except BaseException:
             if embedded is not None:
                 embedded.stop()
+            raise
+        try:  # PARL's behaviour: a bad distributed_files pattern fails connect(), not the first actor
+            client._files_bundle()
+        except BaseException:
+            client.close()
             raise
         _GLOBAL_CLIENT = client
         if not _ATEXIT_REGISTERED:
