@@ -98,6 +98,7 @@ class ActorConnection:
         self.ids = itertools.count(1)
         self.dead: ActorDiedError | None = None
         self.closed = False
+        self.shadowed: frozenset = frozenset()  # method names the remote instance has attributes of (INIT reply)
         self.shm_channel: shm_arena.Channel | None = None  # this connection's /dev/shm arenas (same host)
         self.stream_name: str | None = None  # the job's Unix stream socket, once moved there
         self.reactor: Any = None  # the client's ``reactor.Reactor`` once this actor is handed over (future mode)

@@ -46,6 +46,8 @@ class RemoteProxy:
         cls = type(self)
         actor = get_global_client().create_actor(cls._original, args, kwargs, cls._xparl_options)
         object.__setattr__(self, "_xparl_actor", actor)
+        if actor.shadowed:
+            _shadow(self, actor.shadowed)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith(RESERVED_PREFIX) or (name.startswith("__") and name.endswith("__")):
@@ -59,6 +61,8 @@ class RemoteProxy:
         if name.startswith(RESERVED_PREFIX):
             raise AttributeError(f"attribute names starting with {RESERVED_PREFIX!r} are reserved by xparl")
         self.__dict__["_xparl_actor"].set_attr(name, value)
+        if name in type(self)._xparl_methods and not isinstance(getattr(type(self), name, None), property):
+            _shadow(self, (name,))
 
     def destroy(self) -> None:
         """Ends the remote object now, in both modes (PARL's ``destroy``): its job exits and its CPU returns to
@@ -80,6 +84,16 @@ class RemoteProxy:
         actor = self.__dict__.get("_xparl_actor")
         where = f"{actor.actor_id} pid={actor.pid} at {actor.address}" if actor else "not created"
         return f"<remote {type(self)._original.__qualname__} {where}>"
+
+
+def _shadow(proxy: RemoteProxy, names: Any) -> None:
+    """Makes reads of ``names`` on this proxy return the remote instance attributes that hide the class's
+    methods of those names (PARL's rule, and Python's: instance attributes before methods). The proxy moves to
+    a subclass of its own with a property per name, so proxies of unshadowed objects keep plain methods."""
+    cls = type(proxy)
+    props = {n: property(lambda self, n=n: self.__dict__["_xparl_actor"].get_attr(n)) for n in names}
+    sub = type(cls.__name__, (cls,), {**props, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    object.__setattr__(proxy, "__class__", sub)
 
 
 def _remote_method(name: str, wait: bool) -> Any:

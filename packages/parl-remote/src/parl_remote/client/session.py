@@ -178,6 +178,7 @@ class Client:
                     actor.result_of(actor.request(MsgType.FILES, files_payload))
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
+                actor.shadowed = frozenset(info.get("shadowed", ()))
                 if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
                     actor.use_shared_memory(shm_arena.Channel())
                     moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])

@@ -148,6 +148,10 @@ class Handlers:
             self._reply_error(msg, exc)
             return
         info = {"pid": os.getpid(), "host_id": shm.host_id() if shm.available() else ""}
+        # instance attributes named like a method of the class: PARL (like Python) reads the attribute
+        shadowed = [k for k in getattr(self.obj, "__dict__", {}) if callable(getattr(type(self.obj), k, None))]
+        if shadowed:
+            info["shadowed"] = shadowed
         if self.peer_same_host and self.ipc_address:
             info["ipc"] = self.ipc_address
         if self.peer_same_host and self.stream_name:
