@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 from conftest import start_cluster, wait_until
 
@@ -110,6 +111,15 @@ def test_max_memory(connected):
     assert actor.hog(10, 0) == 10 * 2**20  # under the limit: fine
     with pytest.raises(xparl.ActorDiedError, match="max_memory=150"):
         actor.hog(400, 20)
+
+
+def test_max_memory_counts_from_the_actors_start_as_in_parl(connected, status_client):
+    actor = Hog()
+    pid = next(a["pid"] for a in status_client.status()["actors"] if a["id"] == actor._xparl_actor.actor_id)
+    start_mb = psutil.Process(pid).memory_info().rss / 2**20
+    assert start_mb > 20  # the job's own interpreter and imports
+    # 140 MiB more: the total is above 150 MiB, the growth is not; held for 1 s, 10 of the worker's checks
+    assert actor.hog(140, 1.0) == 140 * 2**20
 
 
 def test_resource_error_names_capacity(connected):

@@ -141,8 +141,10 @@ def remote_class(*args: Any, **kwargs: Any) -> Any:
         wait: True: method calls block and return the result. False: they return a
             ``RemoteFuture`` at once (PARL's ``get()`` plus ``concurrent.futures.Future``); several
             calls may be in flight on one actor and run in order.
-        max_memory: MiB of resident memory the actor's process may use; above it the process is
-            killed and calls raise ``ActorDiedError`` naming the limit. None: no limit.
+        max_memory: MiB of resident memory the actor's process may add to what it held when the actor was
+            assigned to it (PARL's rule: the limit counts from the job's start-up memory, so imports made by the
+            job before, e.g. ``XPARL_PRELOAD``, do not count); beyond it the process is killed and calls raise
+            ``ActorDiedError`` naming the limit. None: no limit.
         n_gpu: whole GPUs per actor, granted exclusively from one worker; the actor's process sees exactly
             them (``CUDA_VISIBLE_DEVICES`` is set before its class is loaded, so ``"cuda:0"`` is the first). An
             actor with ``n_gpu=0`` on a worker that offers GPUs sees none. Creating the actor waits while the

@@ -38,6 +38,7 @@ class JobProcess:
     client_id: str | None = None
     class_name: str = ""
     max_memory_mb: float | None = None
+    base_rss_mb: float = 0.0  # its resident memory when the actor was assigned (max_memory counts from here)
     gpus: list = field(default_factory=list)  # GPU ids granted to its actor
     kill_cause: str | None = None
     started_at: float = field(default_factory=time.time)
@@ -140,9 +141,10 @@ class JobPool:
                     rss_mb = psutil.Process(job.pid).memory_info().rss / 2**20 if job.pid else 0.0
                 except psutil.Error:
                     continue
-                if rss_mb > job.max_memory_mb:
+                if rss_mb > job.max_memory_mb + job.base_rss_mb:
                     job.kill_cause = (
-                        f"exceeded max_memory={job.max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB); "
+                        f"exceeded max_memory={job.max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB, "
+                        f"{rss_mb - job.base_rss_mb:.0f} MB more than when the actor started); "
                         "raise max_memory in @remote_class or use less memory"
                     )
                     job.kill()

@@ -173,6 +173,11 @@ class Worker(JobPool):
         job.client_id = body["client_id"]
         job.class_name = body.get("class_name", "")
         job.max_memory_mb = body.get("max_memory_mb")
+        if job.max_memory_mb:  # PARL's rule: max_memory bounds the growth above the job's memory at this point
+            try:
+                job.base_rss_mb = psutil.Process(job.pid).memory_info().rss / 2**20 if job.pid else 0.0
+            except psutil.Error:
+                job.base_rss_mb = 0.0
         job.gpus = list(body.get("gpus") or [])
         job.started_at = time.time()
 
