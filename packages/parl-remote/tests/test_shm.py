@@ -33,7 +33,7 @@ def test_channel_view_release_and_reuse():
         (arena,) = sender.arenas
         assert stat.S_IMODE(os.stat(arena.path).st_mode) == 0o600
         view = shm.restore(manifest, [], receiver)[0]
-        assert view.readonly and bytes(view) == data
+        assert not view.readonly and bytes(view) == data  # writable: the region is the receiver's until released
         # while the receiver holds the view, a second send takes another region
         manifest2, _ = sender.export([b"\1" * (2 * MIB)])
         view2 = shm.restore(manifest2, [], receiver)[0]

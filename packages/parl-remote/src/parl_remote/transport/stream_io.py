@@ -284,7 +284,7 @@ class StreamConnection:
             if self._big is not None:
                 if self._big_filled < self._big_len:
                     return
-                self._frames.append(memoryview(self._big).toreadonly() if len(self._frames) else self._big)
+                self._frames.append(self._big)  # this message's own buffer: arrays over it are writable
                 self._big = None
             elif self._lengths is None:
                 try:

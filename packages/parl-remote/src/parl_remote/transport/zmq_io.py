@@ -99,7 +99,10 @@ def _finish_multipart(sock: zmq.Socket, parts: list, start: int, flags: int) -> 
 
 
 def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
-    """Receives a multipart message: the first frames copied (small), out-of-band buffers zero-copy.
+    """Receives a multipart message: the first frame as bytes, the later ones (out-of-band buffers: large
+    arrays) as writable ``bytearray``s, so that arrays received from a call can be updated in place as PARL
+    code does (one copy out of zmq's receive buffer; same-host arrays of ``SHM_MIN_BYTES`` or more travel
+    through shared memory instead).
 
     An exception (a Ctrl-C) after the first frame discards the rest of that message before it propagates,
     so that the next call starts at a message boundary.
@@ -107,7 +110,7 @@ def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
     frames = [sock.recv(flags)]
     try:
         while sock.getsockopt(zmq.RCVMORE):
-            frames.append(sock.recv(copy=len(frames) < 2))
+            frames.append(bytearray(sock.recv(copy=False)))  # a zmq.Frame exports its buffer
     except zmq.ZMQError:
         raise
     except BaseException:

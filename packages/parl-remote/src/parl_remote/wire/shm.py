@@ -3,9 +3,9 @@
 When client and job run on the same machine (same hostname and boot id), every out-of-band buffer of
 at least ``SHM_MIN_BYTES`` (a large numpy array) is written once into a fresh file
 ``/dev/shm/xparl-<sender pid>-<random>`` (mode 0600) and the message carries only its name and size
-in a *manifest* frame. The receiver maps the file read-only and unlinks it at once: the array it
-unpickles uses the mapped pages directly (zero copy on the receiving side, read-only like the TCP
-path), and the memory is freed when the array is.
+in a *manifest* frame. The receiver maps the file and unlinks it at once: the array it
+unpickles uses the mapped pages directly (zero copy on the receiving side, and writable: the file is the
+receiver's alone), and the memory is freed when the array is.
 
 Security: the manifest is covered by the message's HMAC signature like every frame; the file's bytes
 are not hashed (hashing 100 MiB costs ~60 ms, the whole budget) but are protected the way the token
@@ -162,7 +162,7 @@ def _checked_name(raw_name: bytes) -> str:
 def restore(manifest: bytes | memoryview, frames: list, channel: shm_arena.Channel | None = None) -> list:
     """Rebuilds the buffer list of a message from its manifest.
 
-    One-off files are mapped and unlinked; arena regions become read-only views of the peer's arena
+    One-off files are mapped and unlinked; arena regions become writable views of the peer's arena
     (``channel``); release entries free regions of this side's arenas.
 
     Args:
@@ -202,9 +202,9 @@ def restore(manifest: bytes | memoryview, frames: list, channel: shm_arena.Chann
             buffers.append(memoryview(next(frame_iter)))
             continue
         path = SHM_DIR / _checked_name(raw_name)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            mapped = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        fd = os.open(path, os.O_RDWR)
+        try:  # writable (the file is this receiver's alone once unlinked below): in-place updates work
+            mapped = mmap.mmap(fd, size) if size else bytearray()
         finally:
             os.close(fd)
             os.unlink(path)

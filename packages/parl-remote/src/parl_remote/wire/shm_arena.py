@@ -2,12 +2,13 @@
 keeps, on each side, reusable arena files (``/dev/shm/xparl-<pid>-a<random>``, mode 0600) that are allocated
 and pre-faulted once. Sending a large buffer is then one memcpy into already-mapped pages (a fresh file costs
 page allocation and zeroing: ~50 ms per 100 MiB against ~10 ms), and the receiver maps the peer's arena once
-and hands out read-only zero-copy views of its regions. A region is reused only after the receiver says it no
-longer uses it: when the receiver's view is garbage-collected (a ``weakref.finalize`` on the view's owner), a
-*release* entry rides along in the manifest of the receiver's next message on that connection. Arenas are
-bounded per side by ``SHM_ARENA_MAX_BYTES`` (beyond it the one-off files of ``shm.py`` are used) and unlinked when the
-connection closes; arrays still alive keep their pages until they are freed. An arena whose file someone else
-removed (a ``/dev/shm`` clean-up) is retired: a receiver that has not mapped it yet never could.
+and hands out zero-copy views of its regions (writable: a region is the receiver's until it releases it). A
+region is reused only after the receiver says it no longer uses it: when the receiver's view is garbage-
+collected (a ``weakref.finalize`` on the view's owner), a *release* entry rides along in the manifest of the
+receiver's next message on that connection. Arenas are bounded per side by ``SHM_ARENA_MAX_BYTES`` (beyond it
+the one-off files of ``shm.py`` are used) and unlinked when the connection closes; arrays still alive keep
+their pages until they are freed. An arena whose file someone else removed (a ``/dev/shm`` clean-up) is
+retired: a receiver that has not mapped it yet never could.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class Channel:
                 return
 
     def view(self, name: str, offset: int, size: int) -> memoryview:
-        """A read-only view of a region of the peer's arena; its release is reported when it is freed.
+        """A writable view of a region of the peer's arena; its release is reported when it is freed.
 
         Raises:
             ValueError: the region lies outside the arena, or too many arenas.
@@ -199,7 +200,9 @@ class Channel:
             raise ValueError(f"shared-memory region {offset}+{size} outside arena {name!r}")
         region = (ctypes.c_ubyte * size).from_buffer(mapped, offset)
         weakref.finalize(region, self.released.append, (name.encode(), offset))
-        return memoryview(region).cast("B").toreadonly()
+        # writable: until its release the region is this receiver's alone (the sender reuses it only after the
+        # release entry), so arrays over it can be updated in place, as PARL code does, at no copy
+        return memoryview(region).cast("B")
 
     def close(self) -> None:
         """Unlinks this side's arenas and drops the peer's mappings (views still alive keep their pages)."""
