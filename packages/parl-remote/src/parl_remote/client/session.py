@@ -78,6 +78,7 @@ class Client:
         self.resource_wait_s = config.get("RESOURCE_WAIT_S") if resource_wait_s is None else float(resource_wait_s)
         self.embedded = embedded
         self.token_source = token_source
+        self.monitor_port: int | None = None  # the cluster's web monitor, from the master's registration reply
         self.distributed_files = tuple(distributed_files)
         self._files: tuple[str, dict[str, bytes]] | None = None
         self.ctx = zmq.Context()
@@ -113,6 +114,14 @@ class Client:
         kind, body = conn.request(MsgType.CLIENT_REGISTER, self._registration())
         if kind is MsgType.ERROR:
             raise VersionMismatchError(body.get("message", str(body)))
+        self.monitor_port = body.get("monitor_port") if isinstance(body, dict) else None
+
+    def logs_url(self) -> str | None:
+        """The monitor page of this client's actors and their logs (PARL prints one at ``connect``), or None
+        when the cluster runs no monitor."""
+        if not self.monitor_port:
+            return None
+        return f"http://{self.address.rpartition(':')[0]}:{self.monitor_port}/clients/{self.client_id}"
 
     def _heartbeat_loop(self) -> None:
         conn = MasterConnection(self.ctx, self.address, self.signer)
@@ -322,6 +331,8 @@ def connect(
             client.close()
             raise
         _GLOBAL_CLIENT = client
+        if client.logs_url():  # as PARL does: where to read this client's actor logs
+            print(f"[xparl] the logs of this client's actors: {client.logs_url()}", file=sys.stderr)
         if not _ATEXIT_REGISTERED:
             atexit.register(disconnect)
             _ATEXIT_REGISTERED = True

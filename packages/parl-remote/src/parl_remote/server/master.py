@@ -221,7 +221,8 @@ class Master(Scheduling):
         info = ClientInfo(cid, self.sender, body["host"], body["pid"], body["script"], body["started_at"])
         info.actors = {a for a in body.get("actors", []) if a in self.actors}
         self.clients[cid] = info
-        self._reply(msg, {"master_pid": os.getpid(), "version": __version__, "address": self.address})
+        self._reply(msg, {"master_pid": os.getpid(), "version": __version__, "address": self.address,
+                          "monitor_port": self.monitor_port})  # fmt: skip
 
     def on_client_heartbeat(self, msg: Message) -> None:
         body = msg.body()

@@ -1,4 +1,5 @@
-"""PARL's ``destroy()`` on remote objects, in blocking and in future mode (issue #14)."""
+"""PARL's remote semantics (issue #14): ``destroy()`` in blocking and in future mode, and the log URL that
+``connect`` prints."""
 
 from __future__ import annotations
 
@@ -42,3 +43,19 @@ def test_destroy_ends_the_remote_object_and_frees_its_cpu(connected, status_clie
 def test_a_class_with_its_own_destroy_keeps_it(connected):
     obj = OwnDestroy()
     assert obj.destroy() == "the class's own destroy"
+
+
+def test_connect_prints_the_monitor_page_of_this_clients_actor_logs(xparl_home, capfd):
+    import os
+
+    from parl_remote.cluster import LocalCluster
+
+    cluster = LocalCluster(cpu_num=1, monitor_port=18110, parent_pid=os.getpid())
+    cluster.start()
+    try:
+        client = xparl.connect(cluster.address, token=cluster.token)
+        err = capfd.readouterr().err
+        assert f"http://127.0.0.1:18110/clients/{client.client_id}" in err  # as PARL prints its log URL
+        xparl.disconnect()
+    finally:
+        cluster.stop()
