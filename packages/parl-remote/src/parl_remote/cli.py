@@ -212,7 +212,7 @@ def start(
     click.echo(f"  token: {cdir / 'token'} (readable by you only; local clients find it)")
     click.echo(f"  connect from Python: parl.connect('{local.address}')")
     click.echo(
-        f"  add CPUs from another machine: xparl connect --address <this host's IP>:{port} --token <token>"
+        f"  add CPUs from another machine: xparl connect --address <this host's IP>:{port} --token-file <a copy of it>"
         + ("" if host != "127.0.0.1" else "  (start with --host 0.0.0.0 to accept other machines)")
     )
     click.echo(f"  logs: {cdir}")
