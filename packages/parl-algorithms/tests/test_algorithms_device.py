@@ -8,6 +8,7 @@ GPU, on ``"cuda"`` (skipped here with the reason "CUDA not available", never sil
 import contextlib
 import functools
 import inspect
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,7 +25,12 @@ from parl_core.torch import Agent, Algorithm, resolve_device  # noqa: E402
 
 ALGORITHMS = {name: getattr(algs, name) for name in algs.__all__}  # the package loads them lazily
 
-NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+NO_CUDA = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="CUDA not available"
+    + (" to this torch, though this machine has a GPU (/dev/nvidia0): constraints.txt pins the CPU wheel; install "
+       "a CUDA build of torch to run these" if os.path.exists("/dev/nvidia0") else ""),
+)  # fmt: skip
 DEVICES = ["cpu", pytest.param(torch.device("cpu"), id="torch.device(cpu)"),
            pytest.param("cuda", marks=[pytest.mark.cuda, NO_CUDA], id="cuda")]
 
