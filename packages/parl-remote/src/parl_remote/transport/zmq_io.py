@@ -98,19 +98,23 @@ def _finish_multipart(sock: zmq.Socket, parts: list, start: int, flags: int) -> 
         raise deferred
 
 
-def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
-    """Receives a multipart message: the first frame as bytes, the later ones (out-of-band buffers: large
-    arrays) as writable ``bytearray``s, so that arrays received from a call can be updated in place as PARL
-    code does (one copy out of zmq's receive buffer; same-host arrays of ``SHM_MIN_BYTES`` or more travel
-    through shared memory instead).
+def recv_frames(sock: zmq.Socket, flags: int = 0, routed: bool = False) -> list:
+    """Receives a multipart message: the head (and, on a ROUTER socket, the routing identity before it) as
+    bytes, the later frames (out-of-band buffers: large arrays) as writable ``bytearray``s, so that arrays
+    received from a call can be updated in place as PARL code does (one copy out of zmq's receive buffer;
+    same-host arrays of ``SHM_MIN_BYTES`` or more travel through shared memory instead).
 
     An exception (a Ctrl-C) after the first frame discards the rest of that message before it propagates,
     so that the next call starts at a message boundary.
     """
     frames = [sock.recv(flags)]
+    heads = 2 if routed else 1  # frames received as plain bytes (copied by zmq: small)
     try:
         while sock.getsockopt(zmq.RCVMORE):
-            frames.append(bytearray(sock.recv(copy=False)))  # a zmq.Frame exports its buffer
+            if len(frames) < heads:
+                frames.append(sock.recv())
+            else:
+                frames.append(bytearray(sock.recv(copy=False)))  # a zmq.Frame exports its buffer
     except zmq.ZMQError:
         raise
     except BaseException:
@@ -211,7 +215,7 @@ def recv_routed(
         Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
         Unreadable: as ``recv``; its ``peer`` is set.
     """
-    frames = recv_frames(sock, flags)
+    frames = recv_frames(sock, flags, routed=True)
     peer = bytes(frames[0])
     try:
         return peer, decode(signer, frames[1:], channel)
