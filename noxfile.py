@@ -5,6 +5,9 @@ Sessions:
     integration     the cross-package tests under ``tests/``
     lint            ruff over the whole tree
     wheels          builds every package, installs all wheels together into a clean venv, smoke-imports
+    ray             the Ray engine: parl-remote's tests marked ``ray`` (one test body per behaviour on xparl and on a
+                    real local Ray cluster) and the distributed examples on Ray; its own session, so the main
+                    test command's time stays within CI's limit
     demo            trains the QuickStart agent (the main job)
 
 Torch and paddlepaddle are pinned through ``constraints.txt`` (their CPU wheels are on the machine);
@@ -58,7 +61,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
-nox.options.sessions = ["lint", "tests", "integration", "wheels"]
+nox.options.sessions = ["lint", "tests", "integration", "wheels", "ray"]
+# Tests marked `ray` start a Ray cluster and need Ray: only the `ray` session runs them.
+NOT_RAY = ("-m", "not ray")
 
 
 def _spec(folder: str) -> str:
@@ -103,7 +108,7 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "parl-monitor":
         # The browser tests drive Debian's chromium (no browser download works here); idempotent.
         session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
-    session.run("pytest", str(ROOT / "packages" / package / "tests"), *session.posargs,
+    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *session.posargs,
                 env={"PYTHONHASHSEED": "0"})
 
 
@@ -111,7 +116,20 @@ def tests(session: nox.Session, package: str) -> None:
 def integration(session: nox.Session) -> None:
     """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
     install_tree(session, list(PACKAGES), *TEST_DEPS)
-    session.run("pytest", str(ROOT / "tests"), *session.posargs)
+    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *session.posargs)
+
+
+@nox.session
+def ray(session: nox.Session) -> None:
+    """The Ray engine (``parl.connect("ray://...")``) against real local Ray clusters on loopback: parl-remote's
+    tests marked ``ray`` (with their xparl twins of test_engines.py) and the distributed examples by --address."""
+    install_tree(session, list(PACKAGES), *TEST_DEPS)
+    session.install(*CONSTRAINTS, "-e", f"{ROOT / 'packages' / 'parl-remote'}[ray]", "numpy>=1.24")
+    guard_from_tree(session, [dist for dist, _ in PACKAGES.values()])
+    remote_tests = ROOT / "packages" / "parl-remote" / "tests"
+    session.run("pytest", str(remote_tests / "test_engines.py"), str(remote_tests / "test_ray_engine.py"),
+                *session.posargs)
+    session.run("pytest", str(ROOT / "tests" / "test_examples_on_ray.py"), *session.posargs)  # its own conftest
 
 
 @nox.session

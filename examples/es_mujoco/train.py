@@ -92,7 +92,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.add_argument(f"--{name}", type=type(value), default=defaults[name])
     parser.add_argument("--cpu_num", type=int, default=None,
                         help="CPUs of the embedded local cluster (default: one per core)")
-    parser.add_argument("--cluster", default=None, help="host:port of a running xparl cluster (default: embedded)")
+    parser.add_argument("--cluster", "--address", dest="cluster", default=None,
+                        help="host:port of a running xparl cluster, or ray / ray://HOST:10001 for a Ray cluster "
+                             "(default: an embedded xparl cluster)")
     parser.add_argument("--resource_wait_s", type=float, default=60.0,
                         help="how long creating an actor waits for a free CPU")
     parser.add_argument("--init_model", default=None,

@@ -394,7 +394,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--actors", type=int, default=2, help="number of remote actors (processes)")
-    parser.add_argument("--address", default=None, help="HOST:PORT of an xparl cluster (default: embedded local)")
+    parser.add_argument("--address", default=None,
+                        help="HOST:PORT of an xparl cluster, or ray / ray://HOST:10001 for a Ray cluster "
+                             "(default: an embedded xparl cluster)")
     parser.add_argument("--envs-per-actor", type=int, default=None, help="E (default per env)")
     parser.add_argument("--unroll-length", type=int, default=None, help="T, steps per unroll (default per env)")
     parser.add_argument("--train-batch", type=int, default=None, help="transitions per learn (default per env)")

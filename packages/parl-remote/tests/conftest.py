@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import secrets
 import subprocess
 import sys
 import time
@@ -20,6 +21,13 @@ FAST_SETTINGS = {
     "XPARL_RESOURCE_WAIT_S": "10",
     "XPARL_RECONNECT_MAX_INTERVAL_S": "0.5",
 }
+
+
+def pytest_configure(config):
+    # Ray (test_engines.py, test_ray_engine.py) reads its authentication settings once, when first imported: one
+    # token for every Ray head these tests start, set before any test imports Ray
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(16))
 
 
 def wait_until(predicate, timeout_s: float = 10.0, interval_s: float = 0.05, message: str = "condition"):

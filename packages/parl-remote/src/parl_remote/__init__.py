@@ -41,6 +41,7 @@ _LAZY = {
             "AuthenticationError",
             "ClusterConnectionError",
             "FutureObjectEmpty",
+            "MissingDependencyError",
             "RemoteError",
             "RemoteUserError",
             "ResourceError",

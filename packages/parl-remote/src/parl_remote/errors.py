@@ -9,6 +9,8 @@
 - ``ClusterConnectionError``: the master cannot be reached; ``AuthenticationError``: wrong token;
   ``VersionMismatchError``: client and cluster speak different protocol / Python versions.
 - ``UnknownActorError``: also a ``KeyError``, for an actor id the master does not know.
+- ``MissingDependencyError``: also an ``ImportError``; an optional dependency (Ray for ``connect("ray...")``)
+  is missing.
 - ``FutureObjectEmpty``: PARL's name for "the future has no result yet"; also a ``TimeoutError``.
 - ``TransferError``: a call's arguments or result could not be read from shared memory; the call failed,
   the actor lives on.
@@ -57,6 +59,10 @@ class AuthenticationError(ClusterConnectionError):
 
 class VersionMismatchError(ClusterConnectionError):
     """Client and cluster run incompatible versions (protocol or Python)."""
+
+
+class MissingDependencyError(RemoteError, ImportError):
+    """An optional dependency of the asked-for feature is not installed (the message names the extra)."""
 
 
 class UnknownActorError(RemoteError, KeyError):

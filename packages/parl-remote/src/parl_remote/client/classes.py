@@ -11,10 +11,10 @@ import cloudpickle
 from parl_remote import files
 from parl_remote.wire import serialization
 
-_CLASS_CACHE: dict[type, tuple[Any, bytes | None]] = {}
+_CLASS_CACHE: dict[tuple[type, bool], tuple[Any, bytes | None]] = {}
 
 
-def _importable_remotely(module: Any) -> bool:
+def _importable_remotely(module: Any, entry_shipped: bool) -> bool:
     """True when a job can import ``module`` itself: shipped with the entry directory, or installed."""
     path = getattr(module, "__file__", None)
     if not path:
@@ -22,7 +22,7 @@ def _importable_remotely(module: Any) -> bool:
     resolved = pathlib.Path(path).resolve()
     entry = files.entry_directory()
     if entry is not None and entry in resolved.parents:
-        return True
+        return entry_shipped
     prefixes = {pathlib.Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}
     if any(p in resolved.parents for p in prefixes):
         return True
@@ -43,20 +43,21 @@ def _installed_top_levels() -> set[str]:
 
 
 
-def class_parts(cls: type) -> tuple[Any, bytes | None]:
+def class_parts(cls: type, entry_shipped: bool = True) -> tuple[Any, bytes | None]:
     """How the class travels: ``(module, qualname)`` when the job can import it, else by value.
 
-    A class is sent by reference when its module is shipped (under the entry script's directory) or
-    installed (site-packages, or an installed distribution's package); otherwise its whole module is
-    pickled by value with cloudpickle (classes in ``__main__``, notebooks, test modules, local files).
+    A class is sent by reference when its module is shipped (under the entry script's directory, unless
+    ``entry_shipped`` is False) or installed (site-packages, or an installed distribution's package); otherwise
+    its whole module is pickled by value with cloudpickle (classes in ``__main__``, notebooks, test modules,
+    local files).
     """
-    cached = _CLASS_CACHE.get(cls)
+    cached = _CLASS_CACHE.get((cls, entry_shipped))
     if cached is not None:
         return cached
     module = sys.modules.get(cls.__module__)
     ref = None
     if module is not None and cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__:
-        if _importable_remotely(module):
+        if _importable_remotely(module, entry_shipped):
             ref = (cls.__module__, cls.__qualname__)
     blob = None
     if ref is None:
@@ -68,6 +69,6 @@ def class_parts(cls: type) -> tuple[Any, bytes | None]:
         finally:
             if by_value:
                 cloudpickle.unregister_pickle_by_value(module)
-    _CLASS_CACHE[cls] = (ref, blob)
+    _CLASS_CACHE[(cls, entry_shipped)] = (ref, blob)
     return ref, blob
 

@@ -6,7 +6,6 @@ into a reply.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import pathlib
@@ -16,11 +15,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
 import zmq
 
 from parl_remote import files
 from parl_remote.errors import SHM_LOSS_HINT, RemoteError, SerializationError, TransferError, error_body
+from parl_remote.server.class_loading import load_class
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, serialization, shm, shm_arena
 from parl_remote.wire.protocol import Message, MsgType
@@ -159,23 +158,7 @@ class Handlers:
         self._reply(msg, info)
 
     def _load_class(self, body: dict) -> type:
-        ref = body.get("class_ref")
-        if ref is not None:
-            module_name, qualname = ref
-            try:
-                obj: Any = importlib.import_module(module_name)
-                for part in qualname.split("."):
-                    obj = getattr(obj, part)
-                original = getattr(obj, "_original", obj)
-                if isinstance(original, type):
-                    return original
-            except Exception:
-                if body.get("class_blob") is None:
-                    raise ImportError(
-                        f"cannot import {module_name}.{qualname} on the worker; ship its file with "
-                        "connect(distributed_files=[...]) or install it on the worker"
-                    ) from None
-        return cloudpickle.loads(body["class_blob"])
+        return load_class(body.get("class_ref"), body.get("class_blob"))
 
     def _run_user_code(self, msg: Message, step: Callable[[], Any]) -> tuple[bool, Any]:
         """Runs ``step`` (user code) with output forwarding on; an exception it raises is answered as the call's

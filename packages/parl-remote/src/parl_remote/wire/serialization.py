@@ -8,7 +8,10 @@ classes) fall back to cloudpickle. Code (classes) always goes through cloudpickl
 
 from __future__ import annotations
 
+import io
 import pickle
+import types
+from collections import ChainMap
 from typing import Any
 
 import cloudpickle
@@ -65,9 +68,32 @@ def dumps_code(obj: Any) -> bytes:
         SerializationError: cloudpickle cannot serialise it.
     """
     try:
-        return cloudpickle.dumps(obj, protocol=5)
+        out = io.BytesIO()
+        _CodePickler(out, protocol=5).dump(obj)
+        return out.getvalue()
     except Exception as exc:
         raise SerializationError(f"cannot pickle {obj!r} with cloudpickle: {exc}") from exc
+
+
+_DYNAMIC_CODE = "<dynamic-code>"
+
+
+def _code_reduce_keeping_filename(code: types.CodeType) -> tuple:
+    """cloudpickle's reduction of a code object, with the code's own file name put back: cloudpickle 3.1.3 writes
+    ``"<dynamic-code>"`` instead, so an actor's traceback of a class sent by value lost its source lines (the
+    job reads them from the file when the client and the job share it, as on one machine)."""
+    rebuild, args = _CLOUDPICKLE_CODE_REDUCE(code)
+    return rebuild, tuple(code.co_filename if arg == _DYNAMIC_CODE else arg for arg in args)
+
+
+_CLOUDPICKLE_CODE_REDUCE = getattr(cloudpickle.Pickler, "_dispatch_table", {}).get(types.CodeType)
+
+
+class _CodePickler(cloudpickle.Pickler):
+    """cloudpickle's pickler, keeping code objects' file names (``_code_reduce_keeping_filename``)."""
+
+    if _CLOUDPICKLE_CODE_REDUCE is not None:
+        dispatch_table = ChainMap({types.CodeType: _code_reduce_keeping_filename}, cloudpickle.Pickler.dispatch_table)
 
 
 def check_arguments(func_name: str, args: tuple, kwargs: dict) -> list:
