@@ -64,7 +64,7 @@ def define_model(backend: str = "torch") -> type:
     class ActorCritic(parl.Model):
         """Separate actor and critic MLPs.
 
-        ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, log_std)`` [B, act_dim] /
+        ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, std)`` [B, act_dim] /
         [act_dim] (continuous); ``value(obs)``: float32 [B, 1].
         """
 
@@ -78,7 +78,7 @@ def define_model(backend: str = "torch") -> type:
 
         def policy(self, obs):
             out = self.actor(obs)
-            return (out, self.log_std) if self.continuous else out
+            return (out, self.log_std.exp()) if self.continuous else out  # (mean, std): PARL's PPO contract
 
         def value(self, obs):
             return self.critic(obs)
@@ -169,8 +169,9 @@ def main() -> None:
         with ops.no_grad():
             for t in range(t_len):
                 value, action, logp, _ = alg.sample(ops.tensor(obs, "float32"))
-                env_action = action.cpu().numpy()
-                obs_buf[t], act_buf[t], logp_buf[t] = obs, env_action, logp.cpu().numpy()
+                # (the paddle PPO's action and log-prob have PARL's leading sample axis of 1: reshape drops it)
+                env_action = action.cpu().numpy().reshape(act_buf.shape[1:])
+                obs_buf[t], act_buf[t], logp_buf[t] = obs, env_action, logp.cpu().numpy().reshape(n)
                 val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~prev_done
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
