@@ -9,6 +9,7 @@ Usage::
     python benchmarks/algorithms/examples_table.py                 # every example, seeds 0-4
     python benchmarks/algorithms/examples_table.py ppo dqn --seeds 0 1
     python benchmarks/algorithms/examples_table.py --out runs/examples_table.jsonl
+    python benchmarks/algorithms/examples_table.py ppo dqn a2c sac td3 ddpg --backends torch paddle  # side by side
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ RUNS = {
     "ppo": ("ppo", [], "CartPole-v1 eval >= 475"),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1"], "Pendulum-v1 eval >= -250"),
     "dqn": ("dqn", [], "CartPole-v1 eval >= 475"),
-    "dqn-paddle": ("dqn", ["--backend", "paddle"], "CartPole-v1 eval >= 475 (paddle backend)"),
     "a2c": ("a2c", [], "CartPole-v1 eval >= 475"),
     "ddpg": ("ddpg", [], "Pendulum-v1 eval >= -200"),
     "td3": ("td3", [], "Pendulum-v1 eval >= -200"),
@@ -38,6 +38,8 @@ RUNS = {
     "iql": ("iql", [], "Pendulum-v1 eval >= dataset mean"),
     "dt": ("dt", [], "Pendulum-v1 eval >= dataset mean"),
 }
+# the examples that take --backend torch|paddle (the others are torch-only)
+TAKE_BACKEND = {"ppo", "dqn", "a2c", "ddpg", "td3", "sac", "cql"}
 
 
 def loadavg() -> float:
@@ -49,6 +51,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help=f"examples to run (default: all of {', '.join(RUNS)})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--backends", nargs="+", choices=("torch", "paddle"), default=["torch"],
+                        help="run each seed on each of these backends, back to back in this order")
     parser.add_argument("--out", default=None, help="append one JSON line per run to this file")
     args = parser.parse_args()
     unknown = [n for n in args.names if n not in RUNS]
@@ -59,29 +63,36 @@ def main() -> None:
         for name in args.names or list(RUNS):
             folder, extra, _ = RUNS[name]
             for seed in args.seeds:
-                logdir = os.path.join(tmp, f"{name}-{seed}")
-                load = loadavg()
-                cmd = [sys.executable, str(ROOT / "examples" / folder / "train.py"), "--seed", str(seed),
-                       "--logdir", logdir, "--no-progress", *extra]
-                proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
-                if proc.returncode != 0:
-                    print(f"{name} seed {seed} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-                    continue
-                with open(os.path.join(logdir, "summary.json")) as f:
-                    result = json.load(f)
-                result.update(name=name, loadavg_before=load)
-                rows.append(result)
-                print(json.dumps(result), flush=True)
-                if args.out:
-                    with open(args.out, "a") as f:
-                        f.write(json.dumps(result) + "\n")
+                for backend in args.backends:
+                    if folder not in TAKE_BACKEND and backend != "torch":
+                        print(f"{name}: torch only (examples/{folder} takes no --backend); skipped on {backend}",
+                              file=sys.stderr)
+                        continue
+                    backend_args = ["--backend", backend] if folder in TAKE_BACKEND else []
+                    logdir = os.path.join(tmp, f"{name}-{seed}-{backend}")
+                    load = loadavg()
+                    cmd = [sys.executable, str(ROOT / "examples" / folder / "train.py"), "--seed", str(seed),
+                           "--logdir", logdir, "--no-progress", *backend_args, *extra]
+                    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
+                    if proc.returncode != 0:
+                        print(f"{name} seed {seed} ({backend}) failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+                        continue
+                    with open(os.path.join(logdir, "summary.json")) as f:
+                        result = json.load(f)
+                    result.update(name=name, backend=backend, loadavg_before=load)
+                    rows.append(result)
+                    print(json.dumps(result), flush=True)
+                    if args.out:
+                        with open(args.out, "a") as f:
+                            f.write(json.dumps(result) + "\n")
     print()
-    print("| example | target | seed | env steps | grad steps | wall s | eval return | reached | loadavg |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| example | target | seed | backend | env steps | grad steps | wall s | eval return | reached | loadavg |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         grad = r.get("gradient_steps", "")
-        print(f"| {r['name']} | {RUNS[r['name']][2]} | {r['seed']} | {r['env_steps']} | {grad} | {r['wall_s']:.1f} | "
-              f"{r['eval_return_mean']:.1f} | {'yes' if r['reached'] else 'no'} | {r['loadavg_before']:.1f} |")
+        print(f"| {r['name']} | {RUNS[r['name']][2]} | {r['seed']} | {r['backend']} | {r['env_steps']} | {grad} | "
+              f"{r['wall_s']:.1f} | {r['eval_return_mean']:.1f} | {'yes' if r['reached'] else 'no'} | "
+              f"{r['loadavg_before']:.1f} |")
 
 
 if __name__ == "__main__":

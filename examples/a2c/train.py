@@ -13,6 +13,7 @@ variant; GAE advantages as in Schulman et al. 2016):
 
 Usage::
 
+    python examples/a2c/train.py --backend paddle --seed 0 --logdir runs/a2c/paddle-seed0
     python examples/a2c/train.py --seed 0 --logdir runs/a2c/seed0
 
 Writes ``<logdir>/summary.json`` and tensorboard scalars.
@@ -21,54 +22,51 @@ Writes ``<logdir>/summary.json`` and tensorboard scalars.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import compute_gae, summary
-from parl_algorithms.torch.nets import MLP
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 CONFIG = dict(num_envs=16, n_steps=16, gamma=0.99, gae_lambda=0.95, lr=3e-3, vf_loss_coeff=0.5,
               entropy_coeff=-0.01, total_steps=500_000, target_return=475.0, eval_trigger=400.0, hidden=64)
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int, hidden: int, out_gain: float) -> MLP:
-    """Linear-Tanh-Linear-Tanh-Linear (an ``nn.Sequential`` without the per-layer module calls), orthogonal
-    init (gain sqrt(2), the last layer ``out_gain``) and zero biases, as SB3 initialises its policies."""
-    net = MLP([inp, hidden, hidden, out], activation="tanh")
-    for layer in net.layers:
-        nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
-        nn.init.zeros_(layer.bias)
-    nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
-    return net
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``ActorCritic`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
 
+    def mlp(inp: int, out: int, hidden: int, out_gain: float):
+        """Linear-Tanh-Linear-Tanh-Linear, orthogonal init (gain sqrt(2), the last layer ``out_gain``) and zero
+        biases, as SB3 initialises its policies."""
+        return nets.orthogonal_init_(nets.MLP([inp, hidden, hidden, out], activation="tanh"), np.sqrt(2), out_gain)
 
-class ActorCritic(parl.Model):
-    """Separate actor and critic MLPs: ``policy(obs)`` -> logits float32 [B, num_actions];
-    ``value(obs)`` -> float32 [B, 1]."""
+    class ActorCritic(parl.Model):
+        """Separate actor and critic MLPs: ``policy(obs)`` -> logits float32 [B, num_actions];
+        ``value(obs)`` -> float32 [B, 1]."""
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden: int):
-        super().__init__()
-        self.actor = mlp(obs_dim, num_actions, hidden, out_gain=0.01)
-        self.critic = mlp(obs_dim, 1, hidden, out_gain=1.0)
+        def __init__(self, obs_dim: int, num_actions: int, hidden: int):
+            super().__init__()
+            self.actor = mlp(obs_dim, num_actions, hidden, 0.01)
+            self.critic = mlp(obs_dim, 1, hidden, 1.0)
 
-    def policy(self, obs):
-        return self.actor(obs)
+        def policy(self, obs):
+            return self.actor(obs)
 
-    def value(self, obs):
-        return self.critic(obs)
+        def value(self, obs):
+            return self.critic(obs)
+
+    return ActorCritic
 
 
 def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
@@ -78,15 +76,15 @@ def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
     return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
 
 
-def evaluate(alg: parl.algorithms.A2C, env_id: str, seed: int) -> float:
+def evaluate(alg, env_id: str, seed: int, ops) -> float:
     """Mean return of EVAL_EPISODES greedy episodes, played in parallel (the first episode of each env)."""
     envs = make_envs(env_id, EVAL_EPISODES)
     obs, _ = envs.reset(seed=seed + 10_000)
     returns = np.zeros(EVAL_EPISODES)
     done = np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy()
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -96,10 +94,11 @@ def evaluate(alg: parl.algorithms.A2C, env_id: str, seed: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/a2c/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=CONFIG["total_steps"])
     parser.add_argument("--target-return", type=float, default=CONFIG["target_return"])
@@ -113,8 +112,8 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "a2c", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     np.random.seed(args.seed)
     start = time.perf_counter()
 
@@ -123,12 +122,13 @@ def main() -> None:
     if not isinstance(envs.single_action_space, gym.spaces.Discrete):
         raise SystemExit(f"A2C supports Discrete action spaces; {args.env} has {envs.single_action_space}")
     obs_dim, num_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
-    alg = parl.algorithms.A2C(ActorCritic(obs_dim, num_actions, cfg["hidden"]),
-                              {"vf_loss_coeff": cfg["vf_loss_coeff"], "learning_rate": cfg["lr"]},
+    model = define_model(args.backend)(obs_dim, num_actions, cfg["hidden"])  # selects the backend first
+    alg = parl.algorithms.A2C(model,
+                              vf_loss_coeff=cfg["vf_loss_coeff"], learning_rate=cfg["lr"],
                               max_grad_norm=0.5, reduction="mean", device=args.device)
 
-    obs_buf = torch.zeros(t_len, n, obs_dim)
-    act_buf = torch.zeros((t_len, n), dtype=torch.long)
+    obs_buf = np.zeros((t_len, n, obs_dim), np.float32)
+    act_buf = np.zeros((t_len, n), np.int64)
     val_buf = np.zeros((t_len, n), np.float32)
     next_val_buf = np.zeros((t_len, n), np.float32)
     rew_buf = np.zeros((t_len, n), np.float32)
@@ -144,27 +144,26 @@ def main() -> None:
     num_updates = args.total_steps // (n * t_len)
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
     for updates in range(1, num_updates + 1):
-        with torch.no_grad():
+        with ops.no_grad():
             for t in range(t_len):
-                obs_t = torch.as_tensor(obs, dtype=torch.float32)
-                action, value = alg.sample(obs_t)
-                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs_t, action, value.cpu().numpy(), ~prev_done
-                obs, reward, terminated, truncated, _ = envs.step(action.cpu().numpy())
+                action, value = alg.sample(ops.tensor(obs, "float32"))
+                action = action.cpu().numpy()
+                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs, action, value.cpu().numpy(), ~prev_done
+                obs, reward, terminated, truncated, _ = envs.step(action)
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward, terminated, truncated
                 ep_return += reward
                 prev_done = terminated | truncated
                 if prev_done.any():  # `obs` is the final observation; the env resets on the next step
                     recent.extend(ep_return[prev_done].tolist())
                     ep_return[prev_done] = 0.0
-            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
+            last_value = alg.value(ops.tensor(obs, "float32")).cpu().numpy()
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
-        valid = torch.from_numpy(valid_buf.reshape(-1))
-        alg.learn(obs_buf.reshape(n * t_len, obs_dim)[valid], act_buf.flatten()[valid],
-                  torch.as_tensor(adv).flatten()[valid], torch.as_tensor(ret).flatten()[valid], None,
-                  cfg["entropy_coeff"])
+        valid = valid_buf.reshape(-1)
+        alg.learn(*(ops.tensor(a.reshape(n * t_len, *a.shape[2:])[valid]) for a in (obs_buf, act_buf, adv, ret)),
+                  None, cfg["entropy_coeff"])
 
         recent = recent[-10:]
         train_mean = float(np.mean(recent)) if recent else float("nan")
@@ -175,20 +174,20 @@ def main() -> None:
             summary.add_scalar("train/episode_return", train_mean, steps)
             bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
         if recent and train_mean >= cfg["eval_trigger"] and updates % 5 == 0:
-            eval_mean = evaluate(alg, args.env, args.seed)
+            eval_mean = evaluate(alg, args.env, args.seed, ops)
             summary.add_scalar("eval/return_mean", eval_mean, steps)
             if eval_mean >= target:
                 reached_at = (steps, time.perf_counter() - start)
                 break
     bar.close()
     if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed)
+        eval_mean = evaluate(alg, args.env, args.seed, ops)
         summary.add_scalar("eval/return_mean", eval_mean, steps)
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
               "reached": reached_at is not None, "updates": updates}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

@@ -15,6 +15,7 @@ Algorithm box (Kumar et al. 2020, "Conservative Q-Learning for Offline Reinforce
 Usage::
 
     python examples/cql/train.py --seed 0 --logdir runs/cql/seed0
+    python examples/cql/train.py --backend paddle --seed 0 --logdir runs/cql/paddle-seed0
 
 Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_return_mean``) and tensorboard scalars.
 """
@@ -22,22 +23,18 @@ Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_retur
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 GAMMA = 0.99
 TAU = 0.005
@@ -47,47 +44,51 @@ HIDDEN = 64
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
-                         nn.Linear(HIDDEN, out))
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``ActorCriticModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+
+    class ActorCriticModel(parl.Model):
+        """Gaussian actor and twin Q critics (the SAC / CQL contract; Linear-ReLU-Linear-ReLU-Linear MLPs).
+
+        ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
+        each float32 [B, 1]; actions are in [-1, 1].
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int):
+            super().__init__()
+            self.actor = nets.MLP([obs_dim, HIDDEN, HIDDEN, 2 * act_dim])
+            self.q1 = nets.MLP([obs_dim + act_dim, HIDDEN, HIDDEN, 1])
+            self.q2 = nets.MLP([obs_dim + act_dim, HIDDEN, HIDDEN, 1])
+
+        def policy(self, obs):
+            mean, log_std = self.actor(obs).chunk(2, -1)
+            return mean, log_std.clip(-20.0, 2.0)
+
+        def value(self, obs, action):
+            x = ops.concat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+    return ActorCriticModel
 
 
-class ActorCriticModel(parl.Model):
-    """Gaussian actor and twin Q critics (the SAC / CQL contract).
-
-    ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
-    each float32 [B, 1]; actions are in [-1, 1].
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int):
-        super().__init__()
-        self.actor = mlp(obs_dim, 2 * act_dim)
-        self.q1 = mlp(obs_dim + act_dim, 1)
-        self.q2 = mlp(obs_dim + act_dim, 1)
-
-    def policy(self, obs):
-        mean, log_std = self.actor(obs).chunk(2, dim=-1)
-        return mean, log_std.clamp(-20.0, 2.0)
-
-    def value(self, obs, action):
-        x = torch.cat([obs, action], dim=-1)
-        return self.q1(x), self.q2(x)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return list(self.q1.parameters()) + list(self.q2.parameters())
-
-
-def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
     obs, _ = envs.reset(seed=seed + 10_000)  # env i gets seed + 10000 + i
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -95,12 +96,13 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
     return float(returns.mean())
 
 
-def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str) -> float:
+def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str, backend: str, ops) -> float:
     """Train SAC online for `steps` env steps, save every transition to `path`; return the mean episode return."""
     env = gym.make(env_id)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
-    sac = parl.algorithms.SAC(ActorCriticModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
+    model = define_model(backend)(obs_dim, act_dim)  # selects the backend first
+    sac = parl.algorithms.SAC(model, gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
                               with_automatic_entropy_tuning=True)
     memory = ReplayMemory(steps, obs_dim, act_dim, seed=seed)
     rng = np.random.default_rng(seed)
@@ -110,8 +112,8 @@ def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str)
         if step <= learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            with torch.no_grad():
-                action = sac.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].cpu().numpy()
+            with ops.no_grad():
+                action = sac.sample(ops.tensor(obs[None], "float32"))[0][0].cpu().numpy()
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -122,17 +124,18 @@ def collect(env_id: str, seed: int, steps: int, learning_starts: int, path: str)
             ep_return = 0.0
         if step > learning_starts:
             batch = memory.sample_batch(BATCH_SIZE)
-            sac.learn(*(torch.from_numpy(x) for x in batch))
+            sac.learn(*(ops.tensor(x) for x in batch))
     memory.save(path)
     return float(np.mean(returns))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/cql/<env>-seed<seed>")
     parser.add_argument("--collect-steps", type=int, default=6_000, help="env steps of the SAC data collector")
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -147,8 +150,8 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "cql", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     start = time.perf_counter()
 
     env = gym.make(args.env)
@@ -156,7 +159,8 @@ def main() -> None:
     action_scale = float(env.action_space.high[0])
     if args.dataset is None:
         dataset_path = os.path.join(logdir, "dataset.npz")
-        dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts, dataset_path)
+        dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts, dataset_path,
+                                 args.backend, ops)
     else:
         if args.dataset_return is None:
             parser.error("--dataset needs --dataset-return (the mean episode return of the data)")
@@ -167,19 +171,20 @@ def main() -> None:
 
     memory = ReplayMemory(args.collect_steps if args.dataset is None else 1_000_000, obs_dim, act_dim, seed=args.seed)
     memory.load(dataset_path)
-    cql = parl.algorithms.CQL(ActorCriticModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
+    model = define_model(args.backend)(obs_dim, act_dim)
+    cql = parl.algorithms.CQL(model, gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
                               policy_eval_start=args.policy_eval_start, with_automatic_entropy_tuning=True,
                               min_q_version=3, min_q_weight=5.0, device=args.device)
     eval_mean, reached_at, step = float("-inf"), None, 0
     bar = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
     for step in range(1, args.gradient_steps + 1):
         batch = memory.sample_batch(BATCH_SIZE)
-        cql.learn(*(torch.from_numpy(x) for x in batch))
+        cql.learn(*(ops.tensor(x) for x in batch))
         if step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in cql.last_info.items():
                 summary.add_scalar(key, value, step)
-            eval_mean = evaluate(cql, args.env, args.seed, action_scale)
+            eval_mean = evaluate(cql, args.env, args.seed, action_scale, ops)
             summary.add_scalar("eval/return_mean", eval_mean, step)
             bar.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
             if step > args.policy_eval_start and eval_mean >= target:
@@ -187,8 +192,8 @@ def main() -> None:
                 break
     bar.close()
     wall = time.perf_counter() - start
-    result = {"device": str(cql.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(cql.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps if args.dataset is None else 0, "gradient_steps": step,
               "dataset_size": memory.size(), "dataset_return_mean": dataset_return, "target_return": target,
               "collect_s": round(collect_s, 3), "wall_s": round(wall, 3), "reached": reached_at is not None}

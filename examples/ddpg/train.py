@@ -12,6 +12,7 @@ Algorithm box (Lillicrap et al. 2016, "Continuous control with deep reinforcemen
 Usage::
 
     python examples/ddpg/train.py --seed 0 --logdir runs/ddpg/seed0
+    python examples/ddpg/train.py --backend paddle --seed 0 --logdir runs/ddpg/paddle-seed0
 
 Writes ``<logdir>/summary.json`` and tensorboard scalars.
 """
@@ -19,22 +20,18 @@ Writes ``<logdir>/summary.json`` and tensorboard scalars.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 GAMMA = 0.98
 TAU = 0.005
@@ -46,43 +43,47 @@ HIDDEN = 64
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
-                         nn.Linear(HIDDEN, out))
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``DDPGModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+
+    class DDPGModel(parl.Model):
+        """Deterministic tanh actor and one Q critic (Linear-ReLU-Linear-ReLU-Linear MLPs).
+
+        ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> Q float32 [B, 1].
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int):
+            super().__init__()
+            self.actor = nets.MLP([obs_dim, HIDDEN, HIDDEN, act_dim])
+            self.critic = nets.MLP([obs_dim + act_dim, HIDDEN, HIDDEN, 1])
+
+        def policy(self, obs):
+            return self.actor(obs).tanh()
+
+        def value(self, obs, action):
+            return self.critic(ops.concat([obs, action]))
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return self.critic.parameters()
+
+    return DDPGModel
 
 
-class DDPGModel(parl.Model):
-    """Deterministic tanh actor and one Q critic.
-
-    ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> Q float32 [B, 1].
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int):
-        super().__init__()
-        self.actor = mlp(obs_dim, act_dim)
-        self.critic = mlp(obs_dim + act_dim, 1)
-
-    def policy(self, obs):
-        return torch.tanh(self.actor(obs))
-
-    def value(self, obs, action):
-        return self.critic(torch.cat([obs, action], dim=-1))
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic.parameters()
-
-
-def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
     obs, _ = envs.reset(seed=seed + 10_000)  # env i gets seed + 10000 + i
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -92,10 +93,11 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/ddpg/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -107,15 +109,16 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "ddpg", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
-    alg = parl.algorithms.DDPG(DDPGModel(obs_dim, act_dim), gamma=GAMMA, tau=TAU, actor_lr=ACTOR_LR,
+    model = define_model(args.backend)(obs_dim, act_dim)  # selects the backend first
+    alg = parl.algorithms.DDPG(model, gamma=GAMMA, tau=TAU, actor_lr=ACTOR_LR,
                                critic_lr=CRITIC_LR, device=args.device)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, act_dim, seed=args.seed)
 
@@ -126,8 +129,8 @@ def main() -> None:
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            with torch.no_grad():
-                action = alg.predict(torch.as_tensor(obs[None], dtype=torch.float32))[0].cpu().numpy()
+            with ops.no_grad():
+                action = alg.predict(ops.tensor(obs[None], "float32"))[0].cpu().numpy()
             action = np.clip(action + rng.normal(0.0, args.expl_noise, act_dim), -1.0, 1.0).astype(np.float32)
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
@@ -140,27 +143,27 @@ def main() -> None:
             ep_return = 0.0
         if step > args.learning_starts:
             b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(BATCH_SIZE)
-            alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
-                      torch.from_numpy(b_next), torch.from_numpy(b_term))
+            alg.learn(ops.tensor(b_obs), ops.tensor(b_act), ops.tensor(b_rew),
+                      ops.tensor(b_next), ops.tensor(b_term))
         if step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in alg.last_info.items():
                 summary.add_scalar(key, value, step)
             if step > args.learning_starts:
-                eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+                eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
     bar.close()
     if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
               "reached": reached_at is not None}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

@@ -55,19 +55,14 @@ def define_networks(backend: str = "torch") -> tuple[type, type]:
     """``(QNetwork, DuelingQNetwork)`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects."""
     parl.set_backend(backend)
     nn = importlib.import_module(f"{backend}.nn")
-    if backend == "torch":
-        from parl_algorithms.torch.nets import MLP  # Linear-ReLU-...-Linear without the per-layer module calls
-    else:
-        def MLP(sizes):  # noqa: N802 (a layer class stand-in)
-            layers = [m for a, b in zip(sizes[:-1], sizes[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())]
-            return nn.Sequential(*layers[:-1])
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")  # MLP: Linear-ReLU-...-Linear
 
     class QNetwork(parl.Model):
         """obs float32 [B, obs_dim] -> Q values float32 [B, num_actions]."""
 
         def __init__(self, obs_dim: int, num_actions: int, hidden: int = 64):
             super().__init__()
-            self.net = MLP([obs_dim, hidden, hidden, num_actions])
+            self.net = nets.MLP([obs_dim, hidden, hidden, num_actions])
 
         def forward(self, obs):
             return self.net(obs)
@@ -89,37 +84,16 @@ def define_networks(backend: str = "torch") -> tuple[type, type]:
     return QNetwork, DuelingQNetwork
 
 
-class Tensors:
-    """The few tensor operations of this program on the chosen framework (numpy <-> tensor, no-grad)."""
-
-    def __init__(self, backend: str):
-        self.backend = backend
-        self.fw = importlib.import_module(backend)
-
-    def from_numpy(self, array: np.ndarray):
-        return self.fw.from_numpy(array) if self.backend == "torch" else self.fw.to_tensor(array)
-
-    def no_grad(self):
-        return self.fw.inference_mode() if self.backend == "torch" else self.fw.no_grad()
-
-    def seed(self, seed: int) -> None:
-        if self.backend == "torch":
-            self.fw.set_num_threads(1)  # small networks: one thread is 2-4x faster
-            self.fw.manual_seed(seed)
-        else:
-            self.fw.seed(seed)
-
-
-def evaluate(alg, env_id: str, seed: int, tensors: Tensors) -> float:
+def evaluate(alg, env_id: str, seed: int, ops) -> float:
     """Mean return of EVAL_EPISODES greedy episodes, played in parallel (the first episode of each env)."""
     # gymnasium's native vectorised env where the env has one (CartPole), else a SyncVectorEnv
     mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode=mode)
     obs, _ = envs.reset(seed=seed + 10_000)
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with tensors.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(tensors.from_numpy(obs.astype(np.float32))).argmax(1).cpu().numpy()
+            action = alg.predict(ops.tensor(obs.astype(np.float32))).argmax(1).cpu().numpy()
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -133,7 +107,7 @@ def main() -> None:
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/dqn/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=50_000)
     parser.add_argument("--target-return", type=float, default=475.0)
@@ -144,8 +118,8 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    tensors = Tensors(args.backend)
-    tensors.seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")  # numpy <-> tensors, no-grad, seeding
+    ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
@@ -155,7 +129,7 @@ def main() -> None:
     algo_cls = parl.algorithms.DDQN if args.double else parl.algorithms.DQN
     network = dueling_q_network if args.dueling else q_network
     alg = algo_cls(network(obs_dim, num_actions), gamma=GAMMA, lr=LR, loss_type="huber", max_grad_norm=10.0,
-                   **({"device": args.device} if args.backend == "torch" else {}))
+                   device=args.device)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
 
     obs, _ = env.reset(seed=args.seed)
@@ -168,8 +142,8 @@ def main() -> None:
         if rng.random() < epsilon:
             action = int(rng.integers(num_actions))
         else:
-            with tensors.no_grad():
-                action = int(alg.predict(tensors.from_numpy(obs[None])).argmax())
+            with ops.no_grad():
+                action = int(alg.predict(ops.tensor(obs[None])).argmax())
         next_obs, reward, terminated, truncated, _ = env.step(action)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -184,7 +158,7 @@ def main() -> None:
             alg.sync_target()
             # the memory does not change during a training phase: draw all its minibatches at once (the same
             # uniform indices, from the same generator, as GRADIENT_STEPS separate draws) and slice them
-            phase = [tensors.from_numpy(a.reshape(GRADIENT_STEPS, BATCH_SIZE, *a.shape[1:]))
+            phase = [ops.tensor(a.reshape(GRADIENT_STEPS, BATCH_SIZE, *a.shape[1:]))
                      for a in memory.sample_batch(GRADIENT_STEPS * BATCH_SIZE)]
             for i in range(GRADIENT_STEPS):
                 loss = alg.learn(*(a[i] for a in phase))
@@ -195,19 +169,19 @@ def main() -> None:
             bar.update(TRAIN_FREQ)
             bar.set_postfix(train_return=f"{np.mean(recent) if recent else 0:.1f}", eval=f"{eval_mean:.1f}")
             if len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER:
-                eval_mean = evaluate(alg, args.env, args.seed, tensors)
+                eval_mean = evaluate(alg, args.env, args.seed, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
     bar.close()
     if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, tensors)
+        eval_mean = evaluate(alg, args.env, args.seed, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"device": str(getattr(alg, "device", args.backend)),
+    result = {"device": str(alg.device),
               "env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,
               "seed": args.seed, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),

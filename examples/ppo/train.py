@@ -12,6 +12,7 @@ Algorithm box (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"):
 
 Usage::
 
+    python examples/ppo/train.py --backend paddle --seed 0 --logdir runs/ppo/paddle-seed0
     python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0
     python examples/ppo/train.py --env Pendulum-v1 --seed 0 --logdir runs/ppo/pendulum-s0
 
@@ -22,23 +23,18 @@ tensorboard scalars (``train/*``, ``eval/return_mean``).
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 from tqdm import tqdm
 
 import parl
 from parl.utils import compute_gae, summary
-from parl_algorithms.torch.nets import MLP
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 # Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
 # value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
@@ -53,38 +49,41 @@ CONFIGS = {
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int, hidden: int, out_gain: float) -> MLP:
-    """Linear-Tanh-Linear-Tanh-Linear (an ``nn.Sequential`` without the per-layer module calls), orthogonal
-    init (gain sqrt(2), the last layer ``out_gain``) and zero biases, as SB3 initialises its policies."""
-    net = MLP([inp, hidden, hidden, out], activation="tanh")
-    for layer in net.layers:
-        nn.init.orthogonal_(layer.weight, gain=np.sqrt(2))
-        nn.init.zeros_(layer.bias)
-    nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
-    return net
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``ActorCritic`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
 
+    def mlp(inp: int, out: int, hidden: int, out_gain: float):
+        """Linear-Tanh-Linear-Tanh-Linear, orthogonal init (gain sqrt(2), the last layer ``out_gain``) and zero
+        biases, as SB3 initialises its policies."""
+        return nets.orthogonal_init_(nets.MLP([inp, hidden, hidden, out], activation="tanh"), np.sqrt(2), out_gain)
 
-class ActorCritic(parl.Model):
-    """Separate actor and critic MLPs.
+    class ActorCritic(parl.Model):
+        """Separate actor and critic MLPs.
 
-    ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, log_std)`` [B, act_dim] /
-    [act_dim] (continuous); ``value(obs)``: float32 [B, 1].
-    """
+        ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, std)`` [B, act_dim] /
+        [act_dim] (continuous); ``value(obs)``: float32 [B, 1].
+        """
 
-    def __init__(self, obs_dim: int, act_dim: int, continuous: bool, hidden: int):
-        super().__init__()
-        self.continuous = continuous
-        self.actor = mlp(obs_dim, act_dim, hidden, out_gain=0.01)
-        self.critic = mlp(obs_dim, 1, hidden, out_gain=1.0)
-        if continuous:
-            self.log_std = nn.Parameter(torch.zeros(act_dim))
+        def __init__(self, obs_dim: int, act_dim: int, continuous: bool, hidden: int):
+            super().__init__()
+            self.continuous = continuous
+            self.actor = mlp(obs_dim, act_dim, hidden, 0.01)
+            self.critic = mlp(obs_dim, 1, hidden, 1.0)
+            if continuous:
+                self.log_std = ops.zeros_parameter(self, [act_dim])
 
-    def policy(self, obs):
-        out = self.actor(obs)
-        return (out, self.log_std) if self.continuous else out
+        def policy(self, obs):
+            out = self.actor(obs)
+            return (out, self.log_std.exp()) if self.continuous else out  # (mean, std): PARL's PPO contract
 
-    def value(self, obs):
-        return self.critic(obs)
+        def value(self, obs):
+            return self.critic(obs)
+
+    return ActorCritic
 
 
 def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
@@ -94,15 +93,15 @@ def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
     return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
 
 
-def evaluate(alg: parl.algorithms.PPO, env_id: str, seed: int, action_scale: float | None) -> float:
+def evaluate(alg, env_id: str, seed: int, action_scale: float | None, ops) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (the first episode of each env)."""
     envs = make_envs(env_id, EVAL_EPISODES)
     obs, _ = envs.reset(seed=seed + 10_000)
     returns = np.zeros(EVAL_EPISODES)
     done = np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy()
             if action_scale is not None:
                 action = np.clip(action, -1.0, 1.0) * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
@@ -114,10 +113,11 @@ def evaluate(alg: parl.algorithms.PPO, env_id: str, seed: int, action_scale: flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="CartPole-v1", choices=sorted(CONFIGS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/ppo/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
@@ -129,8 +129,8 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "ppo", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     np.random.seed(args.seed)
     start = time.perf_counter()
 
@@ -140,16 +140,15 @@ def main() -> None:
     obs_dim = envs.single_observation_space.shape[0]
     act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
     action_scale = float(envs.single_action_space.high[0]) if continuous else None
-    model = ActorCritic(obs_dim, act_dim, continuous, cfg["hidden"])
+    model = define_model(args.backend)(obs_dim, act_dim, continuous, cfg["hidden"])  # selects the backend first
     alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
                               entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
                               use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous,
                               device=args.device)
 
-    obs_buf = torch.zeros(t_len, n, obs_dim)
-    act_buf = torch.zeros((t_len, n, act_dim) if continuous else (t_len, n), dtype=torch.float32 if continuous
-                          else torch.long)
-    logp_buf = torch.zeros(t_len, n)
+    obs_buf = np.zeros((t_len, n, obs_dim), np.float32)
+    act_buf = np.zeros((t_len, n, act_dim), np.float32) if continuous else np.zeros((t_len, n), np.int64)
+    logp_buf = np.zeros((t_len, n), np.float32)
     val_buf = np.zeros((t_len, n), np.float32)
     next_val_buf = np.zeros((t_len, n), np.float32)
     rew_buf = np.zeros((t_len, n), np.float32)
@@ -167,13 +166,13 @@ def main() -> None:
     for updates in range(1, num_updates + 1):
         frac = 1.0 - (updates - 1) / num_updates
         lr, alg.clip_param = cfg["lr"] * frac, max(cfg["clip_param"] * frac, 1e-3)
-        with torch.no_grad():
+        with ops.no_grad():
             for t in range(t_len):
-                obs_t = torch.as_tensor(obs, dtype=torch.float32)
-                value, action, logp, _ = alg.sample(obs_t)
-                obs_buf[t], act_buf[t], logp_buf[t] = obs_t, action, logp
+                value, action, logp, _ = alg.sample(ops.tensor(obs, "float32"))
+                # (the paddle PPO's action and log-prob have PARL's leading sample axis of 1: reshape drops it)
+                env_action = action.cpu().numpy().reshape(act_buf.shape[1:])
+                obs_buf[t], act_buf[t], logp_buf[t] = obs, env_action, logp.cpu().numpy().reshape(n)
                 val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~prev_done
-                env_action = action.cpu().numpy()
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
                 obs, reward, terminated, truncated, _ = envs.step(env_action)
@@ -183,22 +182,21 @@ def main() -> None:
                 if prev_done.any():  # `obs` is the final observation; the env resets on the next step
                     recent.extend(ep_return[prev_done].tolist())
                     ep_return[prev_done] = 0.0
-            last_value = alg.value(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()[:, 0]
+            last_value = alg.value(ops.tensor(obs, "float32")).cpu().numpy()[:, 0]
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
         steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
 
-        b_obs, b_act, b_logp = obs_buf.reshape(n * t_len, obs_dim), act_buf.flatten(0, 1), logp_buf.flatten()
-        b_adv, b_ret = torch.as_tensor(adv).flatten(), torch.as_tensor(ret).flatten()
-        b_val = torch.as_tensor(val_buf).flatten()
-        valid = torch.from_numpy(valid_buf.reshape(-1)).nonzero().squeeze(1)
+        # the batch in PPO.learn's argument order: obs, action, value, return, log-prob, advantage; [T * N, ...]
+        batch = [a.reshape(n * t_len, *a.shape[2:]) for a in (obs_buf, act_buf, val_buf, ret, logp_buf, adv)]
+        valid = np.flatnonzero(valid_buf.reshape(-1))
         mb = cfg["minibatch_size"]
         for _ in range(cfg["epochs"]):
-            perm = valid[torch.randperm(len(valid))]
+            perm = valid[ops.randperm(len(valid)).cpu().numpy()]
             for i in range(0, len(perm), mb):
                 j = perm[i:i + mb]
-                alg.learn(b_obs[j], b_act[j], b_val[j], b_ret[j], b_logp[j], b_adv[j], lr=lr)
+                alg.learn(*(ops.tensor(a[j]) for a in batch), lr=lr)
 
         recent = recent[-10:]
         train_mean = float(np.mean(recent)) if recent else float("nan")
@@ -208,20 +206,20 @@ def main() -> None:
         bar.update(n * t_len)
         bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
         if recent and train_mean >= cfg["eval_trigger"]:
-            eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+            eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
             summary.add_scalar("eval/return_mean", eval_mean, steps)
             if eval_mean >= target:
                 reached_at = (steps, time.perf_counter() - start)
                 break
     bar.close()
     if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, steps)
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
               "reached": reached_at is not None, "updates": updates}
     with open(os.path.join(logdir, "summary.json"), "w") as f:

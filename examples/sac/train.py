@@ -12,6 +12,7 @@ Algorithm box (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applicati
 Usage::
 
     python examples/sac/train.py --seed 0 --logdir runs/sac/seed0
+    python examples/sac/train.py --backend paddle --seed 0 --logdir runs/sac/paddle-seed0
     # HalfCheetah-v5 with rl-baselines3-zoo's MuJoCo settings (needs gymnasium[mujoco]), no early stop:
     python examples/sac/train.py --env HalfCheetah-v5 --total-steps 100000 --learning-starts 10000 \
         --eval-every 50000 --target-return 1e9 --hidden-sizes 256 256 --actor-lr 3e-4 --critic-lr 3e-4
@@ -23,22 +24,18 @@ memory (``ReplayMemory.save``), which the CQL example uses as its offline datase
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
-from parl_algorithms.torch.nets import MLP
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 GAMMA = 0.99
 TAU = 0.005
@@ -51,47 +48,51 @@ EVAL_EPISODES = 10
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
 
-def mlp(inp: int, out: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)) -> MLP:
-    """Linear-ReLU-...-Linear with ``hidden`` widths (an ``nn.Sequential`` without the per-layer module calls)."""
-    return MLP([inp, *hidden, out])
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``SACModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+
+    class SACModel(parl.Model):
+        """Gaussian actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths).
+
+        ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
+        each float32 [B, 1]; actions are in [-1, 1].
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
+            super().__init__()
+            self.actor = nets.MLP([obs_dim, *hidden, 2 * act_dim])
+            self.q1 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+            self.q2 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+
+        def policy(self, obs):
+            mean, log_std = self.actor(obs).chunk(2, -1)
+            return mean, log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
+
+        def value(self, obs, action):
+            x = ops.concat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+    return SACModel
 
 
-class SACModel(parl.Model):
-    """Gaussian actor and twin Q critics.
-
-    ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
-    each float32 [B, 1]; actions are in [-1, 1].
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
-        super().__init__()
-        self.actor = mlp(obs_dim, 2 * act_dim, hidden)
-        self.q1 = mlp(obs_dim + act_dim, 1, hidden)
-        self.q2 = mlp(obs_dim + act_dim, 1, hidden)
-
-    def policy(self, obs):
-        mean, log_std = self.actor(obs).chunk(2, dim=-1)
-        return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
-
-    def value(self, obs, action):
-        x = torch.cat([obs, action], dim=-1)
-        return self.q1(x), self.q2(x)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return list(self.q1.parameters()) + list(self.q2.parameters())
-
-
-def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
     obs, _ = envs.reset(seed=seed + 10_000)  # env i gets seed + 10000 + i
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -101,10 +102,11 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/sac/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -124,8 +126,8 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "sac", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
@@ -133,7 +135,7 @@ def main() -> None:
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
     tuned = args.alpha is None
-    model = SACModel(obs_dim, act_dim, tuple(args.hidden_sizes))
+    model = define_model(args.backend)(obs_dim, act_dim, tuple(args.hidden_sizes))
     alg = parl.algorithms.SAC(model, gamma=args.gamma, tau=TAU, alpha=args.alpha, actor_lr=args.actor_lr,
                               critic_lr=args.critic_lr, with_automatic_entropy_tuning=tuned, device=args.device)
     memory = ReplayMemory(args.buffer_size, obs_dim, act_dim, seed=args.seed)
@@ -145,8 +147,8 @@ def main() -> None:
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            with torch.no_grad():
-                action = alg.sample(torch.as_tensor(obs[None], dtype=torch.float32))[0][0].cpu().numpy()
+            with ops.no_grad():
+                action = alg.sample(ops.tensor(obs[None], "float32"))[0][0].cpu().numpy()
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
         ep_return += reward
@@ -157,15 +159,13 @@ def main() -> None:
             obs, _ = env.reset()
             ep_return = 0.0
         if step > args.learning_starts:
-            b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(args.batch_size)
-            alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
-                      torch.from_numpy(b_next), torch.from_numpy(b_term))
+            alg.learn(*(ops.tensor(a) for a in memory.sample_batch(args.batch_size)))
         if step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in alg.last_info.items():
                 summary.add_scalar(key, value, step)
             if step > args.learning_starts:
-                eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+                eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
                 evals.append([step, eval_mean])
                 if eval_mean >= args.target_return:
@@ -173,7 +173,7 @@ def main() -> None:
                     break
     bar.close()
     if reached_at is None and not (evals and evals[-1][0] == step):  # (an evaluation at this step is reused)
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
         evals.append([step, eval_mean])
         if eval_mean >= args.target_return:
@@ -181,8 +181,8 @@ def main() -> None:
     wall = time.perf_counter() - start
     if args.save_memory:
         memory.save(args.save_memory)
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
               "reached": reached_at is not None, "alpha": alg.alpha,
               "evals": evals, "cpu_s": round(time.process_time(), 3)}

@@ -13,6 +13,7 @@ Algorithm box (Fujimoto et al. 2018, "Addressing Function Approximation Error in
 Usage::
 
     python examples/td3/train.py --seed 0 --logdir runs/td3/seed0
+    python examples/td3/train.py --backend paddle --seed 0 --logdir runs/td3/paddle-seed0
     # HalfCheetah-v5 with rl-baselines3-zoo's MuJoCo settings (needs gymnasium[mujoco]), no early stop:
     python examples/td3/train.py --env HalfCheetah-v5 --total-steps 100000 --learning-starts 10000 \
         --eval-every 50000 --target-return 1e9 --hidden-sizes 400 300 --gamma 0.99 --buffer-size 1000000
@@ -23,22 +24,18 @@ Writes ``<logdir>/summary.json`` and tensorboard scalars.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
-import torch
 from tqdm import tqdm
 
 import parl
 from parl.utils import ReplayMemory, summary
-from parl_algorithms.torch.nets import MLP
-
-# the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
-# default would be paddle)
-parl.set_backend("torch")
 
 GAMMA = 0.98
 TAU = 0.005
@@ -50,49 +47,53 @@ HIDDEN = 64
 EVAL_EPISODES = 10
 
 
-def mlp(inp: int, out: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)) -> MLP:
-    """Linear-ReLU-...-Linear with ``hidden`` widths (an ``nn.Sequential`` without the per-layer module calls)."""
-    return MLP([inp, *hidden, out])
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """``TD3Model`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+
+    class TD3Model(parl.Model):
+        """Deterministic tanh actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths).
+
+        ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> (Q1, Q2), each
+        float32 [B, 1]; ``Q1(obs, action)`` -> Q1.
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
+            super().__init__()
+            self.actor = nets.MLP([obs_dim, *hidden, act_dim])
+            self.q1 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+            self.q2 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+
+        def policy(self, obs):
+            return self.actor(obs).tanh()
+
+        def value(self, obs, action):
+            x = ops.concat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def Q1(self, obs, action):  # noqa: N802 (PARL's method name)
+            return self.q1(ops.concat([obs, action]))
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+    return TD3Model
 
 
-class TD3Model(parl.Model):
-    """Deterministic tanh actor and twin Q critics.
-
-    ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> (Q1, Q2), each
-    float32 [B, 1]; ``Q1(obs, action)`` -> Q1.
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
-        super().__init__()
-        self.actor = mlp(obs_dim, act_dim, hidden)
-        self.q1 = mlp(obs_dim + act_dim, 1, hidden)
-        self.q2 = mlp(obs_dim + act_dim, 1, hidden)
-
-    def policy(self, obs):
-        return torch.tanh(self.actor(obs))
-
-    def value(self, obs, action):
-        x = torch.cat([obs, action], dim=-1)
-        return self.q1(x), self.q2(x)
-
-    def Q1(self, obs, action):  # noqa: N802 (PARL's method name)
-        return self.q1(torch.cat([obs, action], dim=-1))
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return list(self.q1.parameters()) + list(self.q2.parameters())
-
-
-def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
+def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:
     """Mean return of EVAL_EPISODES deterministic episodes, played in parallel (one per env)."""
     envs = gym.make_vec(env_id, num_envs=EVAL_EPISODES, vectorization_mode="sync")
     obs, _ = envs.reset(seed=seed + 10_000)  # env i gets seed + 10000 + i
     returns, done = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, dtype=bool)
-    with torch.no_grad():
+    with ops.no_grad():
         while not done.all():
-            action = alg.predict(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy() * action_scale
+            action = alg.predict(ops.tensor(obs, "float32")).cpu().numpy() * action_scale
             obs, reward, terminated, truncated, _ = envs.step(action)
             returns += reward * ~done
             done |= terminated | truncated
@@ -102,10 +103,11 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="torch device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
+                        help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
     parser.add_argument("--logdir", default=None, help="default: runs/td3/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--learning-starts", type=int, default=1_000)
@@ -124,15 +126,16 @@ def main() -> None:
     logdir = args.logdir or os.path.join("runs", "td3", f"{args.env}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
-    alg = parl.algorithms.TD3(TD3Model(obs_dim, act_dim, tuple(args.hidden_sizes)), gamma=args.gamma, tau=TAU,
+    model = define_model(args.backend)(obs_dim, act_dim, tuple(args.hidden_sizes))  # selects the backend first
+    alg = parl.algorithms.TD3(model, gamma=args.gamma, tau=TAU,
                               actor_lr=args.actor_lr, critic_lr=args.critic_lr, policy_noise=0.2, noise_clip=0.5,
                               policy_freq=2, device=args.device)
     memory = ReplayMemory(args.buffer_size, obs_dim, act_dim, seed=args.seed)
@@ -144,8 +147,8 @@ def main() -> None:
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            with torch.no_grad():
-                action = alg.predict(torch.as_tensor(obs[None], dtype=torch.float32))[0].cpu().numpy()
+            with ops.no_grad():
+                action = alg.predict(ops.tensor(obs[None], "float32"))[0].cpu().numpy()
             action = np.clip(action + rng.normal(0.0, args.expl_noise, act_dim), -1.0, 1.0).astype(np.float32)
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
         memory.append(obs, action, reward, next_obs, terminated)
@@ -157,15 +160,13 @@ def main() -> None:
             obs, _ = env.reset()
             ep_return = 0.0
         if step > args.learning_starts:
-            b_obs, b_act, b_rew, b_next, b_term = memory.sample_batch(args.batch_size)
-            alg.learn(torch.from_numpy(b_obs), torch.from_numpy(b_act), torch.from_numpy(b_rew),
-                      torch.from_numpy(b_next), torch.from_numpy(b_term))
+            alg.learn(*(ops.tensor(a) for a in memory.sample_batch(args.batch_size)))
         if step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in alg.last_info.items():
                 summary.add_scalar(key, value, step)
             if step > args.learning_starts:
-                eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+                eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
                 evals.append([step, eval_mean])
                 if eval_mean >= args.target_return:
@@ -173,14 +174,14 @@ def main() -> None:
                     break
     bar.close()
     if reached_at is None and not (evals and evals[-1][0] == step):  # (an evaluation at this step is reused)
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale)
+        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
         evals.append([step, eval_mean])
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
     wall = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
+    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
+              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
               "reached": reached_at is not None, "evals": evals,
               "cpu_s": round(time.process_time(), 3)}

@@ -91,6 +91,12 @@ def models(backend):
         def value(self, obs):
             return self.v(obs)
 
+    class PPOGaussianModel(GaussianACModel):
+        """PPO: PARL's continuous contract is ``(mean, std)``, the std as ``exp(log_std)``."""
+
+        def policy(self, obs):
+            return self.pi(obs), self.log_std.exp()
+
     class DeterministicACModel(B.Model):
         """DDPG: one critic."""
 
@@ -149,6 +155,7 @@ def models(backend):
 
     return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel,
                            DiscreteACModel=DiscreteACModel, GaussianACModel=GaussianACModel,
+                           PPOGaussianModel=PPOGaussianModel,
                            DeterministicACModel=DeterministicACModel, TwinCriticModel=TwinCriticModel,
                            SACModel=SACModel)
 

@@ -86,7 +86,7 @@ def test_discrete_algorithm_given_continuous_actions(M):
     with pytest.raises(ValueError, match="continuous"):
         ppo.learn(obs, np.ones((4, ACT_DIM), dtype=np.float32) * 0.5, *[z(4)] * 4)
     with pytest.raises(ValueError, match="continuous_action=True"):
-        M.algs.PPO(M.GaussianACModel()).sample(obs)
+        M.algs.PPO(M.PPOGaussianModel()).sample(obs)
 
 
 def test_continuous_algorithm_given_discrete_actions(M):
@@ -94,7 +94,7 @@ def test_continuous_algorithm_given_discrete_actions(M):
     sac = M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.005, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3)
     with pytest.raises(ValueError, match="Discrete"):
         sac.learn(obs, np.zeros(4, dtype=np.int64), z(4), obs, z(4))
-    ppo = M.algs.PPO(M.GaussianACModel(), continuous_action=True)
+    ppo = M.algs.PPO(M.PPOGaussianModel(), continuous_action=True)
     with pytest.raises(ValueError, match="Discrete"):
         ppo.learn(obs, np.zeros(4, dtype=np.int64), *[z(4)] * 4)
     with pytest.raises(ValueError, match="continuous_action=False"):

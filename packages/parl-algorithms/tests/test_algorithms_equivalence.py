@@ -85,7 +85,7 @@ CASES = {
                                                   rng.normal(size=B).astype(np.float32)), 1e-2),
     "PPO-discrete": ("DiscreteACModel", lambda M, m: M.algs.PPO(m, initial_lr=1e-2), lambda rng: _ppo(rng, True),
                      1e-2),
-    "PPO-continuous": ("GaussianACModel", lambda M, m: M.algs.PPO(m, initial_lr=1e-2, continuous_action=True),
+    "PPO-continuous": ("PPOGaussianModel", lambda M, m: M.algs.PPO(m, initial_lr=1e-2, continuous_action=True),
                        lambda rng: _ppo(rng, False), 1e-2),
     "DDPG": ("DeterministicACModel", lambda M, m: M.algs.DDPG(m, **OFF), lambda rng: _transition(rng, False), 1e-3),
     "TD3": ("TwinCriticModel", lambda M, m: M.algs.TD3(m, **OFF), lambda rng: _transition(rng, False), 1e-3),

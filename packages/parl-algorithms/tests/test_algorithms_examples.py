@@ -1,6 +1,7 @@
 """Each example as a real subprocess: a tiny budget (summary.json and tensorboard events are written with
 sane values), and learn-to-threshold runs marked slow with bars reached in seconds."""
 
+import importlib.util
 import json
 import math
 import os
@@ -40,11 +41,11 @@ TINY = {
     "a2c": (["--total-steps", "512"], 512, (8.0, 500.0)),
     "dqn": (["--total-steps", "1300"], 1300, (8.0, 500.0)),
     "dqn-double-dueling": (["--total-steps", "1300", "--double", "--dueling"], 1300, (8.0, 500.0)),
-    "dqn-paddle": (["--backend", "paddle", "--total-steps", "1300", "--double", "--dueling"], 1300, (8.0, 500.0)),
     "sac": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
     "td3": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
     "ddpg": (["--total-steps", "1100", "--learning-starts", "1000", "--eval-every", "100"], 1100, (-2000.0, 0.0)),
 }
+BACKENDS = ("torch", "paddle")
 
 
 def _learner_device() -> str:
@@ -56,32 +57,41 @@ def _learner_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _backend_args(backend: str) -> list[str]:
+    """``--backend`` and, on torch, ``--device`` (cuda where torch sees a GPU); paddle keeps its current device
+    (the CPU wheel of constraints.txt has no CUDA). Skips when the framework is not installed."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed (pip install 'parl-algorithms[{backend}]')")
+    return ["--backend", backend, *(["--device", _learner_device()] if backend == "torch" else [])]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", sorted(TINY))
-def test_example_tiny_budget(case, tmp_path):
+def test_example_tiny_budget(case, backend, tmp_path):
     args, steps, (low, high) = TINY[case]
-    device = [] if case == "dqn-paddle" else ["--device", _learner_device()]
-    result = run_example(case.split("-")[0], tmp_path, *args, *device, "--target-return", "1e9")
+    result = run_example(case.split("-")[0], tmp_path, *args, *_backend_args(backend), "--target-return", "1e9")
     check_summary(result, steps)
-    if device:
-        assert result["device"].split(":")[0] == device[1]
-    if case in ("dqn-double-dueling", "dqn-paddle"):
+    assert result["backend"] == backend
+    assert result["device"].split(":")[0] == (_learner_device() if backend == "torch" else "cpu")
+    if case == "dqn-double-dueling":
         assert result["algorithm"] == "DDQN" and result["dueling"] is True
-        assert result["backend"] == ("paddle" if case == "dqn-paddle" else "torch")
     assert low <= result["eval_return_mean"] <= high
     assert result["reached"] is False
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
 
 
-def test_cql_example_tiny_budget(tmp_path):
-    result = run_example("cql", tmp_path, "--collect-steps", "400", "--learning-starts", "200",
-                         "--gradient-steps", "20", "--eval-every", "10", "--policy-eval-start", "5",
-                         "--target-return", "1e9")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cql_example_tiny_budget(backend, tmp_path):
+    result = run_example("cql", tmp_path, *_backend_args(backend), "--collect-steps", "400",
+                         "--learning-starts", "200", "--gradient-steps", "20", "--eval-every", "10",
+                         "--policy-eval-start", "5", "--target-return", "1e9")
     check_summary(result, 400)
+    assert result["backend"] == backend
     assert result["dataset_size"] == 400 and result["gradient_steps"] == 20
     assert -2000.0 <= result["dataset_return_mean"] <= 0.0
     assert (tmp_path / "dataset.npz").is_file()
     # the saved dataset is reusable: train from it without collecting
-    again = run_example("cql", tmp_path / "reuse", "--dataset", str(tmp_path / "dataset.npz"),
+    again = run_example("cql", tmp_path / "reuse", *_backend_args(backend), "--dataset", str(tmp_path / "dataset.npz"),
                         "--dataset-return", str(result["dataset_return_mean"]), "--gradient-steps", "10",
                         "--eval-every", "10", "--target-return", "1e9")
     assert again["dataset_size"] == 400 and again["env_steps"] == 0

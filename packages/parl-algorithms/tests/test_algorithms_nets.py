@@ -1,32 +1,84 @@
-"""MLP: the same function, parameters and initialisation as the equivalent nn.Sequential."""
+"""MLP: the same function, parameters and initialisation as the equivalent nn.Sequential, on both backends;
+orthogonal_init_ and the training-loop ops (parl_algorithms.<backend>.ops) agree across backends."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+
+import numpy as np
 import pytest
-import torch
-from torch import nn
 
-from parl_algorithms.torch.nets import MLP
+BACKENDS = ("torch", "paddle")
 
 
-@pytest.mark.parametrize("activation, act_cls", [("relu", nn.ReLU), ("tanh", nn.Tanh)])
-def test_mlp_matches_sequential(activation, act_cls):
-    torch.manual_seed(3)
-    mlp = MLP([4, 8, 8, 2], activation=activation)
-    torch.manual_seed(3)
-    seq = nn.Sequential(nn.Linear(4, 8), act_cls(), nn.Linear(8, 8), act_cls(), nn.Linear(8, 2))
+def _backend(name):
+    """(framework module, its nn, our nets, our ops) for ``name``; skips when the framework is missing."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed (pip install 'parl-algorithms[{name}]')")
+    fw = importlib.import_module(name)
+    return (fw, importlib.import_module(f"{name}.nn"), importlib.import_module(f"parl_algorithms.{name}.nets"),
+            importlib.import_module(f"parl_algorithms.{name}.ops"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("activation, act_cls", [("relu", "ReLU"), ("tanh", "Tanh")])
+def test_mlp_matches_sequential(backend, activation, act_cls):
+    fw, nn, nets, ops = _backend(backend)
+    act = getattr(nn, act_cls)
+    ops.seed(3)
+    mlp = nets.MLP([4, 8, 8, 2], activation=activation)
+    ops.seed(3)
+    seq = nn.Sequential(nn.Linear(4, 8), act(), nn.Linear(8, 8), act(), nn.Linear(8, 2))
     for a, b in zip(mlp.parameters(), seq.parameters(), strict=True):
-        assert torch.equal(a, b)  # same draws from the generator: same default init
-    x = torch.randn(5, 4)
+        np.testing.assert_array_equal(ops.to_numpy(a), ops.to_numpy(b))  # same draws: same default init
+    x = ops.tensor(np.random.default_rng(0).normal(size=(5, 4)), "float32")
     out = mlp(x)
-    assert out.shape == (5, 2)
-    assert torch.allclose(out, seq(x))
+    assert tuple(out.shape) == (5, 2)
+    np.testing.assert_allclose(ops.to_numpy(out), ops.to_numpy(seq(x)), rtol=1e-6, atol=1e-6)
     out.sum().backward()
-    assert mlp.layers[0].weight.grad is not None and float(mlp.layers[0].weight.grad.abs().sum()) > 0
+    assert float(np.abs(ops.to_numpy(mlp.layers[0].weight.grad)).sum()) > 0
 
 
-def test_mlp_bad_arguments():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mlp_bad_arguments(backend):
+    nets = _backend(backend)[2]
     with pytest.raises(ValueError, match="sizes"):
-        MLP([4])
+        nets.MLP([4])
     with pytest.raises(ValueError, match="activation"):
-        MLP([4, 2], activation="gelu")
+        nets.MLP([4, 2], activation="gelu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_orthogonal_init_and_zeros_parameter(backend):
+    fw, nn, nets, ops = _backend(backend)
+    net = nets.orthogonal_init_(nets.MLP([4, 16, 16, 3], activation="tanh"), np.sqrt(2), 0.01)
+    for layer, gain in zip(net.layers, (np.sqrt(2), np.sqrt(2), 0.01), strict=True):
+        w = ops.to_numpy(layer.weight).astype(np.float64)
+        w = w if w.shape[0] >= w.shape[1] else w.T  # torch [out, in], paddle [in, out]: columns orthogonal
+        np.testing.assert_allclose(w.T @ w, gain**2 * np.eye(w.shape[1]), atol=1e-5)
+        assert not ops.to_numpy(layer.bias).any()
+
+    class WithLogStd(nn.Module if backend == "torch" else nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.log_std = ops.zeros_parameter(self, [3])
+
+    params = list(WithLogStd().parameters())
+    assert len(params) == 1 and tuple(params[0].shape) == (3,) and not ops.to_numpy(params[0]).any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ops_round_trip_concat_and_randperm(backend):
+    fw, nn, nets, ops = _backend(backend)
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    t = ops.tensor(a, "float32")
+    assert ops.to_numpy(t).dtype == np.float32 and np.array_equal(ops.to_numpy(t), a)
+    assert ops.to_numpy(ops.tensor(np.array([1, 2]))).dtype == np.int64
+    np.testing.assert_array_equal(ops.to_numpy(ops.concat([t, t])), np.concatenate([a, a], -1))
+    with ops.no_grad():
+        assert ops.to_numpy(t * 2).sum() == 30
+    ops.seed(5)
+    first = ops.to_numpy(ops.randperm(10))
+    ops.seed(5)
+    assert sorted(first.tolist()) == list(range(10)) and np.array_equal(ops.to_numpy(ops.randperm(10)), first)

@@ -42,7 +42,7 @@ CASES = {
     "A2C": (_a2c, _a2c_batch, (B,)),
     "PPO-discrete": (lambda M: M.algs.PPO(M.DiscreteACModel(), target_kl=None), lambda rng: _ppo_batch(rng, True),
                      (B,)),
-    "PPO-continuous": (lambda M: M.algs.PPO(M.GaussianACModel(), continuous_action=True),
+    "PPO-continuous": (lambda M: M.algs.PPO(M.PPOGaussianModel(), continuous_action=True),
                        lambda rng: _ppo_batch(rng, False), (B, ACT_DIM)),
     "DDPG": (lambda M: M.algs.DDPG(M.DeterministicACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3),
              lambda rng: _transition(rng, False), (B, ACT_DIM)),
@@ -120,10 +120,12 @@ def test_sample_shapes(M):
     M.ops.seed(0)
     obs = np.random.default_rng(0).normal(size=(B, OBS_DIM)).astype(np.float32)
     shape = lambda t: tuple(M.ops.numpy(t).shape)  # noqa: E731
+    lead = (1,) if M.ops.name == "paddle" else ()  # PARL's paddle PPO samples dist.sample([1]): a leading axis of 1
     value, action, logp, ent = M.algs.PPO(M.DiscreteACModel()).sample(obs)
-    assert shape(value) == (B, 1) and shape(action) == (B,) and shape(logp) == (B,) and shape(ent) == (B,)
-    value, action, logp, ent = M.algs.PPO(M.GaussianACModel(), continuous_action=True).sample(obs)
-    assert shape(action) == (B, ACT_DIM) and shape(logp) == (B,)
+    assert shape(value) == (B, 1) and shape(action) == (*lead, B) and shape(logp) == (*lead, B)
+    assert shape(ent) == (B,)
+    value, action, logp, ent = M.algs.PPO(M.PPOGaussianModel(), continuous_action=True).sample(obs)
+    assert shape(action) == (*lead, B, ACT_DIM) and shape(logp) == (*lead, B)
     sac = M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.005, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3)
     action, logp = sac.sample(obs)
     assert shape(action) == (B, ACT_DIM) and shape(logp) == (B, 1) and bool((np.abs(M.ops.numpy(action)) <= 1).all())
@@ -138,7 +140,8 @@ def test_sample_shapes(M):
 def _ppo_on_policy_batch(M, alg):
     batch = _ppo_batch(np.random.default_rng(0), True)
     _, action, logp, _ = alg.sample(batch[0])
-    batch[1], batch[4] = M.ops.numpy(action), M.ops.numpy(logp).copy()
+    # (paddle's sample has a leading axis of 1, as PARL's: drop it)
+    batch[1], batch[4] = M.ops.numpy(action).reshape(batch[1].shape), M.ops.numpy(logp).reshape(batch[4].shape).copy()
     return batch
 
 

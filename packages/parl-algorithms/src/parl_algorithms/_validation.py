@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_model_method", "as_float_tensor", "positive", "unit_interval"]
+__all__ = ["check_model_method", "as_float_tensor", "positive", "unit_interval", "mlp_sizes", "mlp_activation"]
+
+MLP_ACTIVATIONS = ("relu", "tanh")
 
 
 def check_model_method(model: Any, method: str, algo_name: str) -> None:
@@ -72,3 +74,27 @@ def unit_interval(value: Any, name: str, algo: str, example: str) -> float:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{algo} needs {name} in [0, 1], got {name}={value!r}; e.g. {algo}(model, {name}={example})")
     return float(value)
+
+
+def mlp_sizes(sizes: Any, cls: str) -> list[int]:
+    """``sizes`` as a list of at least two positive ints (an MLP's ``[in, hidden..., out]``).
+
+    Raises:
+        ValueError: fewer than two sizes, or one that is not a positive int; the message shows a valid call.
+    """
+    sizes = list(sizes)
+    if len(sizes) < 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
+        raise ValueError(f"{cls} needs sizes [in, hidden..., out] of at least two positive ints, got {sizes!r}; "
+                         f"e.g. {cls}([obs_dim, 64, 64, num_actions])")
+    return sizes
+
+
+def mlp_activation(name: Any) -> str:
+    """``name`` if it is one of :data:`MLP_ACTIVATIONS`.
+
+    Raises:
+        ValueError: an unknown activation name.
+    """
+    if name not in MLP_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(MLP_ACTIVATIONS)}, got {name!r}")
+    return name

@@ -30,8 +30,8 @@ class PPO(Algorithm):
     """Proximal Policy Optimization, one minibatch per ``learn`` call (same math as the torch PPO).
 
     The model must define ``value(obs) -> float32 [B, 1] or [B]`` and ``policy(obs)``: the logits float32
-    ``[B, num_actions]`` (discrete) or ``(mean, log_std)``, each float32 ``[B, act_dim]`` (continuous;
-    log_std may be ``[act_dim]``).
+    ``[B, num_actions]`` (discrete) or ``(mean, std)``, each float32 ``[B, act_dim]`` (continuous; std > 0,
+    may be ``[act_dim]``: PARL's contract, whose models return ``exp(log_std)``).
 
     Args:
         model: the actor-critic model (a ``parl_core.paddle.Model``).
@@ -86,9 +86,10 @@ class PPO(Algorithm):
         out = self.model.policy(obs)
         if self.continuous_action:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, log_std), "
-                                 "each float32 [B, act_dim]; for a Discrete action space use continuous_action=False")
-            return out[0], out[1].expand_as(out[0])
+                raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, std), "
+                                 "each float32 [B, act_dim] (std > 0: return log_std.exp(), as PARL's models do); "
+                                 "for a Discrete action space use continuous_action=False")
+            return out[0], out[1].expand_as(out[0]).log()  # PARL's contract is the std; the math uses its log
         if isinstance(out, (tuple, list)):
             raise ValueError("PPO(continuous_action=False) needs model.policy(obs) to return logits float32 "
                              "[B, num_actions], got a tuple; for a Box action space pass continuous_action=True")
@@ -117,8 +118,13 @@ class PPO(Algorithm):
 
     @readable_shape_errors
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor, paddle.Tensor]:
-        """``(value [B, 1], action, log_prob [B], entropy [B])`` for obs ``[B, *obs_shape]`` (PARL's order);
-        ``action`` is int64 ``[B]`` (discrete) or float32 ``[B, act_dim]`` (continuous, unclipped)."""
+        """``(value [B, 1], action, log_prob [1, B], entropy [B])`` for obs ``[B, *obs_shape]`` (PARL's order).
+
+        As PARL's paddle PPO (which draws ``dist.sample([1])``), ``action`` and ``log_prob`` carry a leading
+        sample axis of 1: ``action`` is int64 ``[1, B]`` (discrete) or float32 ``[1, B, act_dim]`` (continuous,
+        unclipped); PARL's paddle agents take ``[0]`` of both. (The torch PPO returns ``[B]`` / ``[B, act_dim]``
+        and ``[B]``, as PARL's torch PPO does.)
+        """
         obs = obs_batch(obs, "PPO")
         params = self._policy(obs)
         first, log_std = params
@@ -127,7 +133,7 @@ class PPO(Algorithm):
         else:
             action = first + paddle.exp(log_std) * paddle.randn(first.shape, dtype=first.dtype)
         log_prob, entropy = self._log_prob_entropy(params, action)
-        return self._value(obs).unsqueeze(1), action, log_prob, entropy
+        return self._value(obs).unsqueeze(1), action.unsqueeze(0), log_prob.unsqueeze(0), entropy
 
     @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:

@@ -5,6 +5,7 @@ arithmetic. :class:`MLP` is ``nn.Sequential(Linear, act, ..., Linear)`` without 
 calls (same parameters, same default initialisation, same outputs).
 
 It is a plain ``torch.nn.Module`` building blocks: use them inside a ``parl.Model`` like any layer.
+``parl_algorithms.paddle.nets`` has the same names on paddle.
 """
 
 from __future__ import annotations
@@ -15,21 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from parl_algorithms._validation import mlp_activation, mlp_sizes
+
+__all__ = ["MLP", "orthogonal_init_"]
+
 _ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh}
-
-
-def _activation(name: str) -> object:
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
-    return _ACTIVATIONS[name]
-
-
-def _check_sizes(sizes: Sequence[int], cls: str) -> list[int]:
-    sizes = list(sizes)
-    if len(sizes) < 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
-        raise ValueError(f"{cls} needs sizes [in, hidden..., out] of at least two positive ints, got {sizes!r}; "
-                         f"e.g. {cls}([obs_dim, 64, 64, num_actions])")
-    return sizes
 
 
 class MLP(nn.Module):
@@ -49,8 +40,8 @@ class MLP(nn.Module):
 
     def __init__(self, sizes: Sequence[int], activation: str = "relu"):
         super().__init__()
-        sizes = _check_sizes(sizes, "MLP")
-        self.act = _activation(activation)
+        sizes = mlp_sizes(sizes, "MLP")
+        self.act = _ACTIVATIONS[mlp_activation(activation)]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -62,3 +53,14 @@ class MLP(nn.Module):
             if i < last:
                 x = self.act(x)
         return x
+
+
+def orthogonal_init_(net: MLP, gain: float, out_gain: float) -> MLP:
+    """Orthogonal weights (``gain`` for the hidden layers, ``out_gain`` for the last) and zero biases, in place,
+    as Stable-Baselines3 initialises its policies (Saxe et al. 2014, "Exact solutions to the nonlinear dynamics
+    of learning in deep linear neural networks"). Returns ``net``."""
+    for layer in net.layers:
+        nn.init.orthogonal_(layer.weight, gain=gain)
+        nn.init.zeros_(layer.bias)
+    nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
+    return net

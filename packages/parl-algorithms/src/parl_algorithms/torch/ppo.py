@@ -33,8 +33,9 @@ class PPO(Algorithm):
     """Proximal Policy Optimization (one minibatch per ``learn`` call; the caller loops over epochs).
 
     The model must define ``value(obs) -> float32 [B, 1] or [B]`` and ``policy(obs)``: for discrete
-    actions the logits float32 ``[B, num_actions]``; for continuous actions ``(mean, log_std)``, each
-    float32 ``[B, act_dim]`` (log_std may be ``[act_dim]`` and is broadcast).
+    actions the logits float32 ``[B, num_actions]``; for continuous actions ``(mean, std)``, each float32
+    ``[B, act_dim]`` (std > 0, may be ``[act_dim]`` and is broadcast): PARL's contract, whose models return
+    ``exp(log_std)``.
 
     Args:
         model: the actor-critic model.
@@ -88,13 +89,14 @@ class PPO(Algorithm):
 
     # -- policy math -----------------------------------------------------------------------------
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(logits, None)`` for discrete actions, ``(mean, log_std)`` for continuous ones."""
+        """``(logits, None)`` for discrete actions, ``(mean, log(std))`` for continuous ones."""
         out = self.model.policy(obs)
         if self.continuous_action:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, log_std), "
-                                 "each float32 [B, act_dim]; for a Discrete action space use continuous_action=False")
-            return out[0], out[1].expand_as(out[0])
+                raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, std), "
+                                 "each float32 [B, act_dim] (std > 0: return log_std.exp(), as PARL's models do); "
+                                 "for a Discrete action space use continuous_action=False")
+            return out[0], out[1].expand_as(out[0]).log()  # PARL's contract is the std; the math uses its log
         if isinstance(out, (tuple, list)):
             raise ValueError("PPO(continuous_action=False) needs model.policy(obs) to return logits float32 "
                              "[B, num_actions], got a tuple; for a Box action space pass continuous_action=True")

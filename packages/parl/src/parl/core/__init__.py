@@ -1,4 +1,6 @@
-"""``parl.core``: PARL's module paths of the backends (``parl.core.torch``), aliases of ``parl_core``.
+"""``parl.core``: PARL's module paths of the backends (``parl.core.torch``, ``parl.core.paddle``), aliases of
+``parl_core``.
 
-Importing ``parl.core`` imports no deep-learning framework; ``parl.core.torch`` imports torch.
+Importing ``parl.core`` imports no deep-learning framework; ``parl.core.torch`` imports torch, ``parl.core.paddle``
+paddle.
 """

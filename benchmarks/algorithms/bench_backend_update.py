@@ -1,0 +1,88 @@
+"""Time one ``learn()`` of the examples' DQN / SAC networks on torch and on paddle (optionally under cProfile).
+
+The networks are the examples' own (``examples/dqn``, ``examples/sac``, built for the chosen backend), the
+batches random but fixed; each pass runs ``--updates`` learn calls after 20 warm-up calls, and the minimum
+over ``--passes`` passes is reported (the minimum is the least disturbed by other jobs on a shared machine).
+
+Usage::
+
+    python benchmarks/algorithms/bench_backend_update.py dqn torch
+    python benchmarks/algorithms/bench_backend_update.py sac paddle --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+import parl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _example(name: str):
+    """Import ``examples/<name>/train.py`` as a module (it has no import-time side effects)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / name / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(algo: str, backend: str, rng: np.random.Generator):
+    """``(algorithm, make_batch)``: the example's model and algorithm, and a function drawing one numpy batch."""
+    if algo == "dqn":
+        q_network, _ = _example("dqn").define_networks(backend)
+        alg = parl.algorithms.DQN(q_network(4, 2), gamma=0.99, lr=1e-3, loss_type="huber", max_grad_norm=10.0,
+                                  device="cpu")
+        size, obs_dim = 64, 4
+        action = lambda: rng.integers(0, 2, size).astype(np.int64)  # noqa: E731
+    else:
+        model = _example("sac").define_model(backend)(3, 1)
+        alg = parl.algorithms.SAC(model, gamma=0.99, tau=0.005, actor_lr=1e-3, critic_lr=1e-3,
+                                  with_automatic_entropy_tuning=True, device="cpu")
+        size, obs_dim = 256, 3
+        action = lambda: rng.uniform(-1, 1, (size, 1)).astype(np.float32)  # noqa: E731
+
+    def make_batch():
+        obs = rng.normal(size=(size, obs_dim)).astype(np.float32)
+        return obs, action(), rng.normal(size=size).astype(np.float32), obs[::-1].copy(), np.zeros(size, np.float32)
+
+    return alg, make_batch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("algo", choices=("dqn", "sac"))
+    parser.add_argument("backend", choices=("torch", "paddle"))
+    parser.add_argument("--updates", type=int, default=100, help="learn() calls per pass")
+    parser.add_argument("--passes", type=int, default=10)
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top 35 (cumulative) of one pass")
+    args = parser.parse_args()
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    ops.seed(0)
+    alg, make_batch = build(args.algo, args.backend, np.random.default_rng(0))
+    batches = [[ops.tensor(a) for a in make_batch()] for _ in range(args.updates)]
+    for batch in batches[:20]:
+        alg.learn(*batch)
+    best_ms = float("inf")
+    for _ in range(args.passes):
+        start = time.perf_counter()
+        for batch in batches:
+            alg.learn(*batch)
+        best_ms = min(best_ms, (time.perf_counter() - start) / args.updates * 1e3)
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.runcall(lambda: [alg.learn(*batch) for batch in batches])
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+    print(f"{args.algo} on {args.backend}: {best_ms:.2f} ms per learn() (min of {args.passes} passes of "
+          f"{args.updates})")
+
+
+if __name__ == "__main__":
+    main()
