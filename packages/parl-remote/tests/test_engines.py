@@ -245,6 +245,8 @@ def test_actor_output_reaches_this_console(connected, capfd):
         return "hello from the actor" in "".join(seen)
 
     wait_until(printed, 15.0, interval_s=0.1, message="the actor's output on this console")
+    line = next(line for line in "".join(seen).splitlines() if "hello from the actor" in line)
+    assert f"Counter pid={c.pid()}" in line  # prefixed with the class and the process (xparl: [..], Ray: (..))
 
 
 def test_unpicklable_class_and_argument_are_clear_serialization_errors(connected):

@@ -217,7 +217,7 @@ class RayClient:
             ray_options["memory"] = int(max_memory * 2**20)
         if not self.owns_ray:  # ray.init was the user's: XPARL=True goes per actor
             ray_options["runtime_env"] = self.runtime_env
-        handle = self.host_class.options(**ray_options).remote()
+        handle = self.host_class.options(**ray_options).remote(cls.__name__)
         ready, _ = ray.wait([handle.__ray_ready__.remote()], timeout=self.resource_wait_s)
         if not ready:
             ray.kill(handle)
@@ -249,7 +249,7 @@ class RayClient:
 
     def _capacity_message(self, class_name: str, n_gpu: int) -> str:
         total, free = self.ray.cluster_resources(), self.ray.available_resources()
-        need = "a CPU" + (f" and {n_gpu} GPUs" if n_gpu else "")
+        need = "CPU" + (f" and {n_gpu} GPUs" if n_gpu else "")
         return (
             f"no free {need} for {class_name} within {self.resource_wait_s:g} s on the Ray cluster at {self.address} "
             f"(CPUs: {free.get('CPU', 0):g} free of {total.get('CPU', 0):g}; GPUs: {free.get('GPU', 0):g} free of "
@@ -278,6 +278,7 @@ class RayActor:
         self.client = client
         self.ray = client.ray
         self.handle = handle
+        self._call = handle.call  # the actor method, looked up once (a handle builds one per attribute access)
         self.actor_id: str = handle._actor_id.hex()
         self.pid: int = info["pid"]
         self.address: str = info["host"]
@@ -329,11 +330,11 @@ class RayActor:
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
         """Calls a method and returns its result (blocking mode)."""
-        return self._get(self._send(self.handle.call, name, args, kwargs, (name,)))
+        return self._get(self._send(self._call, name, args, kwargs, (name,)))
 
     def submit(self, name: str, args: tuple, kwargs: dict) -> RemoteFuture:
         """Starts a method call and returns its future (future mode)."""
-        return RayFuture(self._send(self.handle.call, name, args, kwargs, (name,)), self.ray, self._translate)
+        return RayFuture(self._send(self._call, name, args, kwargs, (name,)), self.ray, self._translate)
 
     def get_attr(self, name: str) -> Any:
         """Reads an attribute of the remote object."""

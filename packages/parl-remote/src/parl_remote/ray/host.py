@@ -38,7 +38,8 @@ def memory_cause(max_memory_mib: float, rss_mib: float, base_mib: float) -> str:
 class RayHost:
     """One remote object on a Ray worker. Driven by ``parl_remote.ray.engine.RayActor``."""
 
-    def __init__(self) -> None:
+    def __init__(self, class_name: str = "RayHost") -> None:
+        self.class_name = class_name  # Ray reads __repr__ once the actor is created, before construct
         self.obj: Any = None
         self._stop = threading.Event()
 
@@ -66,6 +67,9 @@ class RayHost:
         # instance attributes named like a method of the class: PARL (like Python) reads the attribute
         shadowed = [k for k in getattr(self.obj, "__dict__", {}) if callable(getattr(type(self.obj), k, None))]
         return {"pid": os.getpid(), "host": socket.gethostname(), "shadowed": shadowed}
+
+    def __repr__(self) -> str:  # Ray prefixes the actor's output with this: the user's class, as xparl does
+        return self.class_name
 
     def call(self, _xparl_method: str, *args: Any, **kwargs: Any) -> Any:
         """Calls a method of the object (arguments as top-level Ray arguments, as a plain Ray actor gets them)."""
