@@ -183,6 +183,11 @@ def run(args) -> dict:
     for round_ in range(args.rounds):
         for c in cons:
             c.connect()
+            if args.impala_only:
+                add(c.name, "IMPALA", impala_frames_per_s(c, impala, args.impala_unrolls))
+                print(f"round {round_ + 1}/{args.rounds} {c.name}: IMPALA {results[c.name]['IMPALA'][-1]:.1f}",
+                      flush=True)
+                continue
             sync = c.echo_sync()
             add(c.name, "R1", rate(sync.small))
             future_cls, pipelined = c.echo_futures
@@ -240,10 +245,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ray-cpus", type=int, default=3, help="CPUs of the local Ray cluster and of xparl's")
     parser.add_argument("--impala-unrolls", type=int, default=300)
+    parser.add_argument("--impala-only", action="store_true", help="only the IMPALA row (no table)")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     load_before = loadavg()
     med = run(args)
+    if args.impala_only:
+        print({name: round(rows["IMPALA"], 1) for name, rows in med.items()})
+        return
     table = report(med, load_before, loadavg(), args)
     print(table)
     if args.write_readme:

@@ -187,9 +187,7 @@ class RayClient:
                 ) from exc
         else:
             logger.info("using this process's existing Ray connection (ray.init was called before parl.connect)")
-        from parl_remote.ray.host import RayHost
-
-        self.host_class = ray.remote(RayHost)
+        self._host_classes: dict[type, tuple[Any, frozenset]] = {}
 
     def logs_url(self) -> None:
         """Actor logs are Ray's (its dashboard); None, as for an xparl cluster without a monitor."""
@@ -217,7 +215,8 @@ class RayClient:
             ray_options["memory"] = int(max_memory * 2**20)
         if not self.owns_ray:  # ray.init was the user's: XPARL=True goes per actor
             ray_options["runtime_env"] = self.runtime_env
-        handle = self.host_class.options(**ray_options).remote(cls.__name__)
+        host_class, forwarded = self._host_class(cls)
+        handle = host_class.options(**ray_options).remote(cls.__name__)
         ready, _ = ray.wait([handle.__ray_ready__.remote()], timeout=self.resource_wait_s)
         if not ready:
             ray.kill(handle)
@@ -233,9 +232,20 @@ class RayClient:
         except BaseException as exc:
             ray.kill(handle)
             raise _translate(ray, exc, where) from None
-        actor = RayActor(self, handle, info, cls.__name__)
+        actor = RayActor(self, handle, info, cls.__name__, forwarded)
         self.actors.add(actor)
         return actor
+
+    def _host_class(self, cls: type) -> tuple[Any, frozenset]:
+        """The Ray actor class of ``cls``'s remote objects (``host.host_class_for``) and the methods it forwards,
+        made once per class."""
+        made = self._host_classes.get(cls)
+        if made is None:
+            from parl_remote.ray.host import host_class_for
+
+            host = host_class_for(cls)
+            made = self._host_classes[cls] = (self.ray.remote(host), host.FORWARDED)
+        return made
 
     def _check_feasible(self, n_gpu: int) -> None:
         nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
@@ -274,11 +284,13 @@ class RayClient:
 class RayActor:
     """The caller's end of one remote object on Ray (the interface of ``ActorConnection``)."""
 
-    def __init__(self, client: RayClient, handle: Any, info: dict, class_name: str) -> None:
+    def __init__(self, client: RayClient, handle: Any, info: dict, class_name: str,
+                 forwarded: frozenset = frozenset()) -> None:
         self.client = client
         self.ray = client.ray
         self.handle = handle
-        self._call = handle.call  # the actor method, looked up once (a handle builds one per attribute access)
+        self._call = handle.call  # the actor methods, looked up once (a handle builds one per attribute access)
+        self._methods = {name: getattr(handle, name) for name in forwarded}
         self.actor_id: str = handle._actor_id.hex()
         self.pid: int = info["pid"]
         self.address: str = info["host"]
@@ -296,6 +308,14 @@ class RayActor:
             return method.remote(*prefix, *args, **kwargs)
         except Exception as exc:
             raise _serialization_error(label, args, kwargs, exc) from exc
+
+    def _send_call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        """Starts ``name(*args, **kwargs)``: through the actor method of that name when the host class has one,
+        else through the generic ``call``."""
+        method = self._methods.get(name)
+        if method is None:
+            return self._send(self._call, name, args, kwargs, (name,))
+        return self._send(method, name, args, kwargs)
 
     def _get(self, ref: Any) -> Any:
         try:
@@ -330,11 +350,11 @@ class RayActor:
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
         """Calls a method and returns its result (blocking mode)."""
-        return self._get(self._send(self._call, name, args, kwargs, (name,)))
+        return self._get(self._send_call(name, args, kwargs))
 
     def submit(self, name: str, args: tuple, kwargs: dict) -> RemoteFuture:
         """Starts a method call and returns its future (future mode)."""
-        return RayFuture(self._send(self._call, name, args, kwargs, (name,)), self.ray, self._translate)
+        return RayFuture(self._send_call(name, args, kwargs), self.ray, self._translate)
 
     def get_attr(self, name: str) -> Any:
         """Reads an attribute of the remote object."""

@@ -15,6 +15,7 @@ caller's ``ActorDiedError`` carries the reason.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import socket
@@ -37,6 +38,8 @@ def memory_cause(max_memory_mib: float, rss_mib: float, base_mib: float) -> str:
 
 class RayHost:
     """One remote object on a Ray worker. Driven by ``parl_remote.ray.engine.RayActor``."""
+
+    FORWARDED: frozenset = frozenset()  # the methods a ``host_class_for`` subclass has an actor method for
 
     def __init__(self, class_name: str = "RayHost") -> None:
         self.class_name = class_name  # Ray reads __repr__ once the actor is created, before construct
@@ -109,6 +112,39 @@ class RayHost:
 
 
 KV_NAMESPACE = "parl"
+_HOST_CLASSES: dict[type, type] = {}
+
+
+def host_class_for(cls: type) -> type:
+    """A ``RayHost`` subclass with one actor method per plain method of ``cls``, of the same name and signature,
+    that calls it on the object: Ray then binds and ships a call's arguments exactly as for a plain Ray actor of
+    ``cls`` (the generic ``call(name, *args, **kwargs)`` costs a name argument and a varargs binding per call).
+    Static / class methods and names of ``RayHost``'s own go through ``call``. Made once per class."""
+    made = _HOST_CLASSES.get(cls)
+    if made is not None:
+        return made
+    namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": f"RayHost[{cls.__qualname__}]"}
+    for name in dir(cls):
+        static = inspect.getattr_static(cls, name, None)
+        if not inspect.isfunction(static) or name.startswith("_") or hasattr(RayHost, name):
+            continue
+        try:
+            namespace[name] = _forwarder(name, inspect.signature(static))
+        except (TypeError, ValueError):  # no signature to copy: the generic call serves it
+            continue
+    namespace["FORWARDED"] = frozenset(n for n in namespace if not n.startswith("_"))
+    made = type(f"RayHost[{cls.__name__}]", (RayHost,), namespace)
+    _HOST_CLASSES[cls] = made
+    return made
+
+
+def _forwarder(name: str, signature: inspect.Signature) -> Any:
+    def forward(self: RayHost, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.obj, name)(*args, **kwargs)
+
+    forward.__name__ = name
+    forward.__signature__ = signature  # what Ray binds a call's arguments against
+    return forward
 
 
 def _node_has_gpus() -> bool:
