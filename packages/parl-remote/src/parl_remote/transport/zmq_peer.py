@@ -3,7 +3,9 @@ on one host with ``XPARL_UNIX_STREAM=0``.
 
 Liveness: TCP keepalive (run by the kernel, so no GIL) on every connection; a socket monitor reports when
 the connection to the peer closes (at once for a killed process on a reachable host). A connection that
-stays closed for ``ACTOR_RECONNECT_GRACE_S`` (``_CONNECT_TIMEOUT_S`` before it was ever up) is lost.
+stays closed for ``ACTOR_RECONNECT_GRACE_S`` (``_CONNECT_TIMEOUT_S`` before it was ever up) is lost. A network
+cut does not close it before ``LINK_GRACE_S`` (``config.set_keepalive``): TCP delivers what was sent once the
+link is back.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class ZmqPeer:
         self.connected = False
         self.ever_connected = ever_connected
         self.down_since: float | None = time.monotonic()
+        self.endpoint = endpoint
 
     @property
     def closed(self) -> bool:
@@ -71,7 +74,9 @@ class ZmqPeer:
 
     @property
     def lost_text(self) -> str:
-        return f"the connection to its process was lost (no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)"
+        return (f"the connection to its process at {self.endpoint} closed and was not re-established within "
+                f"{config.get('ACTOR_RECONNECT_GRACE_S'):g} s: the process ended, or the network link to it was lost "
+                f"for more than LINK_GRACE_S={config.get('LINK_GRACE_S'):g} s")  # fmt: skip
 
     # -------------------------------------------------------------------------------- sending
     @sigint.defer_ctrl_c_in

@@ -1,0 +1,170 @@
+"""Network cuts between hosts (issue #16): two hosts simulated with a network namespace joined by a veth pair
+(``netns.py``); the master and the client here, the worker and its actors there.
+
+A cut shorter than ``LINK_GRACE_S`` costs latency, not actors: the call in flight completes once the link is
+back, every actor answers with its state, the master lists each actor once (``unreachable`` during the cut,
+``alive`` after). A cut longer than the grace ends them with an ``ActorDiedError`` naming the lost link.
+The figures printed (``pytest -s``) are those of the README's Reliability section.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import wait_until
+from netns import TwoHosts, unavailable_reason
+
+import parl_remote as xparl
+from parl_remote.cluster import LocalCluster
+from parl_remote.cluster_client import ClusterClient
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@xparl.remote_class
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        self.n += k
+        return self.n
+
+
+@pytest.fixture
+def two_hosts(xparl_home):
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"two simulated hosts unavailable: {reason}")
+    with TwoHosts() as hosts:
+        yield hosts
+
+
+def _start(hosts: TwoHosts, xparl_home) -> LocalCluster:
+    """A master on this host, a 2-CPU worker on the other; returns once the worker registered."""
+    cluster = LocalCluster(cpu_num=2, host=hosts.here, parent_pid=os.getpid())
+    cluster.start(start_worker=False)
+    log = open(xparl_home / f"worker-netcut-{os.getpid()}.log", "ab")  # noqa: SIM115 - closed with the process
+    argv = [sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address, "--host", hosts.there,
+            "--cpu-num", "2"]  # fmt: skip
+    hosts.popen_there(argv, env={**os.environ, "XPARL_TOKEN": cluster.token}, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
+        wait_until(lambda: client.status()["cpus"]["total"] == 2, 20.0, message="the other host's worker")
+    return cluster
+
+
+def _actors(client: ClusterClient) -> list[dict]:
+    return client.status()["actors"]
+
+
+class _InFlight:
+    """One call on ``actor`` from a thread (sent while the link is down): its result or error, and when."""
+
+    def __init__(self, actor: Counter, k: int) -> None:
+        self.result = self.error = self.done_at = None
+        self.thread = threading.Thread(target=self._run, args=(actor, k), daemon=True)
+        self.thread.start()
+
+    def _run(self, actor: Counter, k: int) -> None:
+        try:
+            self.result = actor.add(k)
+        except xparl.RemoteError as exc:
+            self.error = exc
+        self.done_at = time.monotonic()
+
+
+def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch):
+    monkeypatch.delenv("XPARL_LINK_GRACE_S", raising=False)  # the default, 60 s
+    cluster = _start(two_hosts, xparl_home)
+    try:
+        xparl.connect(cluster.address, token=cluster.token)
+        busy, idle = Counter(), Counter()
+        assert (busy.add(1), idle.add(2)) == (1, 2)
+        ids = {busy._xparl_actor.actor_id, idle._xparl_actor.actor_id}
+        with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
+            two_hosts.cut()
+            cut_at = time.monotonic()
+            in_flight = _InFlight(busy, 10)  # sent into the cut
+            # the master stops hearing the worker: its actors are unreachable, not dead
+            wait_until(lambda: {a["state"] for a in _actors(client)} == {"unreachable"}, 8.0,
+                       message="the actors to be listed unreachable")  # fmt: skip
+            assert client.status()["workers"] == []
+            remaining = 10.0 - (time.monotonic() - cut_at)
+            assert remaining > 0
+            time.sleep(remaining)  # the cut lasts 10 s: nothing can be polled across it
+            assert in_flight.done_at is None, "a reply crossed a link that was down"
+            two_hosts.restore()
+            restored_at = time.monotonic()
+            in_flight.thread.join(timeout=30)
+            assert in_flight.error is None, in_flight.error
+            assert in_flight.result == 11  # completed, once
+            idle_t0 = time.monotonic()
+            assert idle.add(3) == 5  # its state intact
+            idle_call_s = time.monotonic() - idle_t0
+            assert busy.add(100) == 111
+            wait_until(lambda: {a["state"] for a in _actors(client)} == {"alive"}, 10.0,
+                       message="the worker to rejoin")  # fmt: skip
+            rejoined_s = time.monotonic() - restored_at
+            actors = _actors(client)
+            assert sorted(a["id"] for a in actors) == sorted(ids)  # one entry per actor
+            assert [w["host"] for w in client.status()["workers"]] == [two_hosts.there]
+            latencies = []
+            for _ in range(50):
+                t0 = time.monotonic()
+                busy.add(0)
+                latencies.append(time.monotonic() - t0)
+        latencies.sort()
+        print(f"\n10 s cut: call in flight completed {in_flight.done_at - restored_at:.2f} s after the link came back "
+              f"({in_flight.done_at - cut_at:.2f} s in all); first call on the idle actor {idle_call_s * 1e3:.1f} ms; "
+              f"master listed the worker again {rejoined_s:.2f} s after; calls after: median "
+              f"{latencies[25] * 1e3:.2f} ms, max {latencies[-1] * 1e3:.2f} ms")  # fmt: skip
+    finally:
+        xparl.disconnect()
+        cluster.stop()
+
+
+def test_a_cut_longer_than_the_grace_ends_actors_naming_the_lost_link(two_hosts, xparl_home, monkeypatch):
+    grace_s = 3.0
+    monkeypatch.setenv("XPARL_LINK_GRACE_S", str(grace_s))  # every process of the cluster and this client
+    monkeypatch.setenv("XPARL_TCP_KEEPALIVE_IDLE_S", "1")  # idle connections probed within the short grace too
+    cluster = _start(two_hosts, xparl_home)
+    try:
+        xparl.connect(cluster.address, token=cluster.token)
+        busy, idle = Counter(), Counter()
+        assert (busy.add(1), idle.add(2)) == (1, 2)
+        ids = {busy._xparl_actor.actor_id, idle._xparl_actor.actor_id}
+        with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
+            two_hosts.cut()
+            cut_at = time.monotonic()
+            in_flight = _InFlight(busy, 10)
+            in_flight.thread.join(timeout=grace_s + 20)
+            assert isinstance(in_flight.error, xparl.ActorDiedError), in_flight.error
+            failed_s = in_flight.done_at - cut_at
+            assert grace_s <= failed_s <= grace_s + 6, failed_s
+            text = str(in_flight.error)
+            assert "network link to its worker" in text and f"LINK_GRACE_S={grace_s:g} s" in text, text
+            assert "may have run" in text, text  # sent, no reply: says so
+            assert "network link" in in_flight.error.cause
+            wait_until(lambda: {a["state"] for a in _actors(client)} == {"dead"}, 5.0, message="both actors dead")
+            time.sleep(max(0.0, cut_at + grace_s + 5.0 - time.monotonic()))  # the cut lasts the grace + 5 s
+            two_hosts.restore()
+            with pytest.raises(xparl.ActorDiedError, match="network link to its worker") as later:
+                idle.add(1)
+            assert "did not run" in str(later.value) or "may have run" in str(later.value)
+            # the worker rejoins; its jobs ended (their client's connection timed out): both CPUs free again
+            wait_until(lambda: client.status()["cpus"] == {"total": 2, "used": 0, "vacant": 2}, 15.0,
+                       message="the worker back with both CPUs free")  # fmt: skip
+            actors = _actors(client)
+            assert sorted(a["id"] for a in actors) == sorted(ids)  # one entry each, dead
+            assert all(a["state"] == "dead" and "network link" in a["death_cause"] for a in actors), actors
+            assert Counter().add(4) == 4  # the cluster goes on
+        print(f"\ncut past LINK_GRACE_S={grace_s:g} s: the call in flight failed {failed_s:.2f} s after the cut")
+    finally:
+        xparl.disconnect()
+        cluster.stop()
