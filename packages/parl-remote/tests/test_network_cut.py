@@ -36,6 +36,16 @@ class Counter:
         return self.n
 
 
+@xparl.remote_class(wait=False)
+class FutureCounter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        self.n += k
+        return self.n
+
+
 @pytest.fixture
 def two_hosts(xparl_home):
     reason = unavailable_reason()
@@ -46,16 +56,16 @@ def two_hosts(xparl_home):
 
 
 def _start(hosts: TwoHosts, xparl_home) -> LocalCluster:
-    """A master on this host, a 2-CPU worker on the other; returns once the worker registered."""
-    cluster = LocalCluster(cpu_num=2, host=hosts.here, parent_pid=os.getpid())
+    """A master on this host, a 3-CPU worker on the other; returns once the worker registered."""
+    cluster = LocalCluster(cpu_num=3, host=hosts.here, parent_pid=os.getpid())
     cluster.start(start_worker=False)
     log = open(xparl_home / f"worker-netcut-{os.getpid()}.log", "ab")  # noqa: SIM115 - closed with the process
     argv = [sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address, "--host", hosts.there,
-            "--cpu-num", "2"]  # fmt: skip
+            "--cpu-num", "3"]  # fmt: skip
     hosts.popen_there(argv, env={**os.environ, "XPARL_TOKEN": cluster.token}, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
-        wait_until(lambda: client.status()["cpus"]["total"] == 2, 20.0, message="the other host's worker")
+        wait_until(lambda: client.status()["cpus"]["total"] == 3, 20.0, message="the other host's worker")
     return cluster
 
 
@@ -84,13 +94,14 @@ def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch)
     cluster = _start(two_hosts, xparl_home)
     try:
         xparl.connect(cluster.address, token=cluster.token)
-        busy, idle = Counter(), Counter()
-        assert (busy.add(1), idle.add(2)) == (1, 2)
-        ids = {busy._xparl_actor.actor_id, idle._xparl_actor.actor_id}
+        busy, idle, piped = Counter(), Counter(), FutureCounter()
+        assert (busy.add(1), idle.add(2), piped.add(0).get()) == (1, 2, 0)
+        ids = {a._xparl_actor.actor_id for a in (busy, idle, piped)}
         with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
             two_hosts.cut()
             cut_at = time.monotonic()
             in_flight = _InFlight(busy, 10)  # sent into the cut
+            futures = [piped.add(k) for k in range(1, 6)]  # future mode: five calls pipelined into the cut
             # the master stops hearing the worker: its actors are unreachable, not dead
             wait_until(lambda: {a["state"] for a in _actors(client)} == {"unreachable"}, 8.0,
                        message="the actors to be listed unreachable")  # fmt: skip
@@ -101,16 +112,17 @@ def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch)
             assert in_flight.done_at is None, "a reply crossed a link that was down"
             two_hosts.restore()
             restored_at = time.monotonic()
+            wait_until(lambda: {a["state"] for a in _actors(client)} == {"alive"}, 10.0,
+                       message="the worker to rejoin")  # fmt: skip
+            rejoined_s = time.monotonic() - restored_at
             in_flight.thread.join(timeout=30)
             assert in_flight.error is None, in_flight.error
             assert in_flight.result == 11  # completed, once
+            assert [f.get(timeout=30) for f in futures] == [1, 3, 6, 10, 15]  # all completed, in order, once
             idle_t0 = time.monotonic()
             assert idle.add(3) == 5  # its state intact
             idle_call_s = time.monotonic() - idle_t0
             assert busy.add(100) == 111
-            wait_until(lambda: {a["state"] for a in _actors(client)} == {"alive"}, 10.0,
-                       message="the worker to rejoin")  # fmt: skip
-            rejoined_s = time.monotonic() - restored_at
             actors = _actors(client)
             assert sorted(a["id"] for a in actors) == sorted(ids)  # one entry per actor
             assert [w["host"] for w in client.status()["workers"]] == [two_hosts.there]
@@ -157,8 +169,8 @@ def test_a_cut_longer_than_the_grace_ends_actors_naming_the_lost_link(two_hosts,
             with pytest.raises(xparl.ActorDiedError, match="network link to its worker") as later:
                 idle.add(1)
             assert "did not run" in str(later.value) or "may have run" in str(later.value)
-            # the worker rejoins; its jobs ended (their client's connection timed out): both CPUs free again
-            wait_until(lambda: client.status()["cpus"] == {"total": 2, "used": 0, "vacant": 2}, 15.0,
+            # the worker rejoins; its jobs ended (their client's connection timed out): every CPU free again
+            wait_until(lambda: client.status()["cpus"] == {"total": 3, "used": 0, "vacant": 3}, 15.0,
                        message="the worker back with both CPUs free")  # fmt: skip
             actors = _actors(client)
             assert sorted(a["id"] for a in actors) == sorted(ids)  # one entry each, dead
