@@ -180,3 +180,32 @@ def test_a_cut_longer_than_the_grace_ends_actors_naming_the_lost_link(two_hosts,
     finally:
         xparl.disconnect()
         cluster.stop()
+
+
+def test_a_worker_rejoining_after_the_grace_has_its_ended_actors_jobs_killed(two_hosts, xparl_home, monkeypatch):
+    # the master ends the actors after the grace (3 s) while their jobs still live (their idle connections are first
+    # probed after 5 s): the link returns in between; the rejoining worker lists the jobs busy, the master kills them
+    grace_s = 3.0
+    monkeypatch.setenv("XPARL_LINK_GRACE_S", str(grace_s))
+    monkeypatch.setenv("XPARL_TCP_KEEPALIVE_IDLE_S", "5")
+    cluster = _start(two_hosts, xparl_home)
+    try:
+        xparl.connect(cluster.address, token=cluster.token)
+        actors = [Counter(), Counter()]
+        assert [a.add(1) for a in actors] == [1, 1]
+        ids = sorted(a._xparl_actor.actor_id for a in actors)
+        with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
+            two_hosts.cut()
+            wait_until(lambda: {a["state"] for a in _actors(client)} == {"dead"}, grace_s + 5, message="actors dead")
+            two_hosts.restore()
+            wait_until(lambda: client.status()["cpus"] == {"total": 3, "used": 0, "vacant": 3}, 15.0,
+                       message="the rejoined worker's jobs of ended actors killed")  # fmt: skip
+            listed = _actors(client)
+            assert sorted(a["id"] for a in listed) == ids  # one entry each
+            assert all(a["state"] == "dead" and "network link" in a["death_cause"] for a in listed), listed
+            for actor in actors:
+                with pytest.raises(xparl.ActorDiedError, match="network link to its worker"):
+                    actor.add(1)
+    finally:
+        xparl.disconnect()
+        cluster.stop()

@@ -16,8 +16,8 @@ DEFAULTS: dict[str, float] = {
     # worker -> master heartbeats (Paranoid Pirate: the peer is lost after LIVENESS missed intervals)
     "HEARTBEAT_INTERVAL_S": 0.5,
     "HEARTBEAT_LIVENESS": 6,
-    # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S loses its actors. Generous,
-    # because a client's main thread may hold the GIL inside one long C call; a client that dies is
+    # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S (and LINK_GRACE_S) loses its actors.
+    # Generous, because a client's main thread may hold the GIL inside one long C call; a client that dies is
     # detected much sooner by its jobs (their TCP connection closes).
     "CLIENT_HEARTBEAT_INTERVAL_S": 1.0,
     "CLIENT_TIMEOUT_S": 60.0,

@@ -116,6 +116,7 @@ class Master(Scheduling):
         for job in body.get("busy_jobs", []):
             ended = self.dead_actors.get(job["actor_id"])
             if ended is not None:  # ended while the worker was unreachable (past the grace): its client was told
+                logger.info("worker %s rejoined with the job of ended actor %s; killing it", wid, job["actor_id"])
                 self._send(self.sender, MsgType.KILL_JOB, {"job_id": job["job_id"], "cause": ended["death_cause"]})
                 continue
             info.busy.add(job["actor_id"])
@@ -308,7 +309,7 @@ class Master(Scheduling):
                          f"LINK_GRACE_S={grace_s:g} s (or that host or worker ended)")  # fmt: skip
                 for actor_id in list(info.busy):
                     self._end_actor(actor_id, cause)
-        client_timeout = config.get("CLIENT_TIMEOUT_S")
+        client_timeout = max(config.get("CLIENT_TIMEOUT_S"), config.link_grace_s())  # a cut client keeps its actors
         for cid, info in list(self.clients.items()):
             if now - info.last_seen > client_timeout:
                 logger.warning("client %s lost (no heartbeat for %.1f s)", cid, now - info.last_seen)
