@@ -46,6 +46,36 @@ class FutureCounter:
         return self.n
 
 
+@pytest.mark.parametrize(("grace", "idle", "count", "maxrt_ms"), [("60", "5", 56, 60000), ("3", "1", 3, 3000),
+                                                                  ("600", "5", 127, 600000)])  # fmt: skip
+def test_tcp_options_follow_the_grace(monkeypatch, grace, idle, count, maxrt_ms):
+    import zmq
+
+    from parl_remote import config
+
+    monkeypatch.setenv("XPARL_LINK_GRACE_S", grace)
+    monkeypatch.setenv("XPARL_TCP_KEEPALIVE_IDLE_S", idle)
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    try:
+        config.set_keepalive(sock)
+        assert sock.getsockopt(zmq.TCP_MAXRT) == maxrt_ms  # TCP_USER_TIMEOUT: data in flight given up after it
+        assert sock.getsockopt(zmq.TCP_KEEPALIVE_CNT) == count  # probes until the grace (Linux's cap: 127)
+        assert sock.getsockopt(zmq.TCP_KEEPALIVE_IDLE) == int(idle)
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan"])
+def test_a_grace_that_is_not_positive_is_refused_naming_the_variable(monkeypatch, bad):
+    from parl_remote import config
+
+    monkeypatch.setenv("XPARL_LINK_GRACE_S", bad)
+    with pytest.raises(ValueError, match="XPARL_LINK_GRACE_S must be a positive number of seconds"):
+        config.link_grace_s()
+
+
 @pytest.fixture
 def two_hosts(xparl_home):
     reason = unavailable_reason()
