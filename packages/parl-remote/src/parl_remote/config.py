@@ -26,6 +26,10 @@ DEFAULTS: dict[str, float] = {
     # up only after it: TCP_USER_TIMEOUT), and the master keeps the actors of a worker it cannot hear
     # from (listed "unreachable") until it has been silent this long; then they end with ActorDiedError.
     "LINK_GRACE_S": 60.0,
+    # the longest wait between TCP retransmissions on client <-> job connections (Linux >= 6.15, whose floor
+    # is 1000): what was sent during a cut goes out at most this long after the link is back (the kernel's
+    # default back-off doubles up to 120 s)
+    "LINK_RETRANSMIT_MAX_MS": 1000,
     # client <-> job connections: TCP keepalive probes, run by the kernel, so a CPU-bound actor holding
     # the GIL is never declared dead; the first probe after IDLE quiet seconds, then one per INTERVAL, and
     # a host that answers none is lost once LINK_GRACE_S has passed (at least COUNT probes).
