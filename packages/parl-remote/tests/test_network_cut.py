@@ -27,24 +27,23 @@ from parl_remote.cluster_client import ClusterClient
 pytestmark = pytest.mark.timeout(180)
 
 
-@xparl.remote_class
-class Counter:
+class _Count:
     def __init__(self):
         self.n = 0
 
     def add(self, k):
         self.n += k
         return self.n
+
+
+@xparl.remote_class
+class Counter(_Count):
+    pass
 
 
 @xparl.remote_class(wait=False)
-class FutureCounter:
-    def __init__(self):
-        self.n = 0
-
-    def add(self, k):
-        self.n += k
-        return self.n
+class FutureCounter(_Count):
+    pass
 
 
 @pytest.mark.parametrize(("grace", "idle", "count", "maxrt_ms"), [("60", "5", 56, 60000), ("3", "1", 3, 3000),
