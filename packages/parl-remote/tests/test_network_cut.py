@@ -21,6 +21,7 @@ from conftest import wait_until
 from netns import TwoHosts, unavailable_reason
 
 import parl_remote as xparl
+from parl_remote import cli
 from parl_remote.cluster import LocalCluster
 from parl_remote.cluster_client import ClusterClient
 
@@ -145,7 +146,10 @@ def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch)
             # the master stops hearing the worker: its actors are unreachable, not dead
             wait_until(lambda: {a["state"] for a in _actors(client)} == {"unreachable"}, 8.0,
                        message="the actors to be listed unreachable")  # fmt: skip
-            assert client.status()["workers"] == []
+            status = client.status()
+            assert status["workers"] == []
+            assert "0 workers" in cli._status_line(cluster.address, status)  # xparl status
+            assert "0 actors (3 more unreachable)" in cli._status_line(cluster.address, status)
             remaining = 10.0 - (time.monotonic() - cut_at)
             assert remaining > 0
             time.sleep(remaining)  # the cut lasts 10 s: nothing can be polled across it
