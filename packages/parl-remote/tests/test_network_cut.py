@@ -255,3 +255,82 @@ def test_a_worker_rejoining_after_the_grace_has_its_ended_actors_jobs_killed(two
     finally:
         xparl.disconnect()
         cluster.stop()
+
+
+def _start_there(hosts: TwoHosts, xparl_home) -> tuple[str, str]:
+    """A master and a 3-CPU worker both on the other host; returns (the master's address, the token)."""
+    from parl_remote.cluster import new_token
+
+    token = new_token()
+    env = {**os.environ, "XPARL_TOKEN": token}
+    log = open(xparl_home / f"cluster-there-{os.getpid()}.log", "ab")  # noqa: SIM115 - closed with the processes
+    master = hosts.popen_there([sys.executable, "-m", "parl_remote.server.master", "--host", hosts.there, "--port",
+                                "0", "--parent-pid", str(os.getpid())], env=env, stdout=subprocess.PIPE,
+                               stderr=log)  # fmt: skip
+    line = master.stdout.readline().decode().strip()  # "XPARL_MASTER_PORT=<port>", or "" if it exited
+    assert line.startswith("XPARL_MASTER_PORT="), f"the master on the other host did not start ({line!r})"
+    address = f"{hosts.there}:{line.partition('=')[2]}"
+    hosts.popen_there([sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--host",
+                       hosts.there, "--cpu-num", "3"], env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    log.close()
+    with ClusterClient(address, token=token, timeout_s=2.0) as client:
+        wait_until(lambda: client.status()["cpus"]["total"] == 3, 20.0, message="the other host's cluster")
+    return address, token
+
+
+def test_a_client_cut_off_from_its_cluster_for_10_s_keeps_its_actors(two_hosts, xparl_home, monkeypatch):
+    monkeypatch.delenv("XPARL_LINK_GRACE_S", raising=False)
+    address, token = _start_there(two_hosts, xparl_home)
+    try:
+        xparl.connect(address, token=token)
+        busy, idle = Counter(), Counter()
+        assert (busy.add(1), idle.add(2)) == (1, 2)
+        ids = sorted(a._xparl_actor.actor_id for a in (busy, idle))
+        two_hosts.cut()
+        in_flight = _InFlight(busy, 10)
+        time.sleep(10.0)  # the cut lasts 10 s: the client hears nothing from its master nor its actors meanwhile
+        assert in_flight.done_at is None
+        two_hosts.restore()
+        restored_at = time.monotonic()
+        in_flight.thread.join(timeout=30)
+        assert in_flight.error is None and in_flight.result == 11, in_flight.error
+        back_s = in_flight.done_at - restored_at
+        assert (idle.add(3), busy.add(100)) == (5, 111)  # state intact
+        with ClusterClient(address, token=token, timeout_s=2.0) as client:
+            status = client.status()
+        assert sorted(a["id"] for a in status["actors"]) == ids
+        assert {a["state"] for a in status["actors"]} == {"alive"}
+        assert [sorted(c["actors"]) for c in status["clients"]] == [ids]  # the client is still registered
+        print(f"\nclient cut off for 10 s: the call in flight completed {back_s:.2f} s after the link came back")
+    finally:
+        xparl.disconnect()
+
+
+def test_a_client_cut_off_past_the_grace_gets_errors_naming_the_lost_link(two_hosts, xparl_home, monkeypatch):
+    grace_s = 3.0
+    monkeypatch.setenv("XPARL_LINK_GRACE_S", str(grace_s))
+    monkeypatch.setenv("XPARL_TCP_KEEPALIVE_IDLE_S", "1")
+    address, token = _start_there(two_hosts, xparl_home)
+    try:
+        xparl.connect(address, token=token)
+        busy, idle = Counter(), Counter()
+        assert (busy.add(1), idle.add(2)) == (1, 2)
+        two_hosts.cut()
+        cut_at = time.monotonic()
+        in_flight = _InFlight(busy, 10)
+        in_flight.thread.join(timeout=grace_s + 20)
+        assert isinstance(in_flight.error, xparl.ActorDiedError), in_flight.error
+        text = str(in_flight.error)  # the master is behind the cut too: the client's own account
+        assert f"network link to it was lost for more than LINK_GRACE_S={grace_s:g} s" in text, text
+        assert "may have run" in text, text
+        time.sleep(max(0.0, cut_at + grace_s + 5.0 - time.monotonic()))  # the cut lasts the grace + 5 s
+        two_hosts.restore()
+        with pytest.raises(xparl.ActorDiedError, match="network link"):
+            idle.add(1)
+        with ClusterClient(address, token=token, timeout_s=2.0) as client:
+            wait_until(lambda: client.status()["cpus"]["used"] == 0, 15.0, message="the jobs of the cut client ended")
+            actors = client.status()["actors"]
+        assert len(actors) == 2 and all(a["state"] == "dead" and "network link" in a["death_cause"] for a in actors)
+        assert Counter().add(4) == 4  # the client goes on with new actors
+    finally:
+        xparl.disconnect()
