@@ -32,6 +32,16 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def _free_subnet(first: int) -> int:
+    """The first n from ``first`` (wrapping in 10..249) whose ``10.213.n.0/24`` no interface here uses."""
+    used = _ip("-o", "-4", "addr", "show").stdout
+    for k in range(240):
+        n = 10 + (first - 10 + k) % 240
+        if f" 10.213.{n}." not in used:
+            return n
+    raise RuntimeError("every 10.213.n.0/24 (n in 10..249) is in use here; delete stale test interfaces (ip link)")
+
+
 class TwoHosts:
     """See the module docstring. Use as a context manager."""
 
@@ -40,7 +50,7 @@ class TwoHosts:
         self.ns = f"xpnc{pid}"
         self.here_dev = f"xpa{pid}"[:15]
         self.there_dev = f"xpb{pid}"[:15]
-        subnet = 10 + pid % 240
+        subnet = _free_subnet(10 + pid % 240)
         self.here = f"10.213.{subnet}.1"
         self.there = f"10.213.{subnet}.2"
         self.procs: list[subprocess.Popen] = []
