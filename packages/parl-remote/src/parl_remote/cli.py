@@ -282,6 +282,9 @@ def _status_line(address: str, status: dict) -> str:
         f"Cluster {address}: {len(status['workers'])} workers, {cpus['used']} used CPUs, {cpus['vacant']} vacant "
         f"CPUs, {len(status['clients'])} clients, {alive} actors"
     )
+    unreachable = sum(1 for a in status["actors"] if a["state"] == "unreachable")
+    if unreachable:  # their worker is silent: a network cut shorter than LINK_GRACE_S costs them nothing
+        line += f" ({unreachable} more unreachable)"
     gpus = status.get("gpus") or {}
     if gpus.get("total"):
         line += f", {gpus['used']} used GPUs, {gpus['vacant']} vacant GPUs"

@@ -7,6 +7,7 @@ needed, never at import. Units are in the names (``_s`` seconds, ``_ms`` millise
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 
@@ -15,13 +16,23 @@ DEFAULTS: dict[str, float] = {
     # worker -> master heartbeats (Paranoid Pirate: the peer is lost after LIVENESS missed intervals)
     "HEARTBEAT_INTERVAL_S": 0.5,
     "HEARTBEAT_LIVENESS": 6,
-    # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S loses its actors. Generous,
-    # because a client's main thread may hold the GIL inside one long C call; a client that dies is
+    # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S (and LINK_GRACE_S) loses its actors.
+    # Generous, because a client's main thread may hold the GIL inside one long C call; a client that dies is
     # detected much sooner by its jobs (their TCP connection closes).
     "CLIENT_HEARTBEAT_INTERVAL_S": 1.0,
     "CLIENT_TIMEOUT_S": 60.0,
+    # network cuts: a link between hosts that is down for less than this costs latency, not actors. The
+    # client <-> job TCP connections outlive such a cut (unacknowledged data and keepalive probes are given
+    # up only after it: TCP_USER_TIMEOUT), and the master keeps the actors of a worker it cannot hear
+    # from (listed "unreachable") until it has been silent this long; then they end with ActorDiedError.
+    "LINK_GRACE_S": 60.0,
+    # the longest wait between TCP retransmissions on client <-> job connections (Linux >= 6.15, whose floor
+    # is 1000): what was sent during a cut goes out at most this long after the link is back (the kernel's
+    # default back-off doubles up to 120 s)
+    "LINK_RETRANSMIT_MAX_MS": 1000,
     # client <-> job connections: TCP keepalive probes, run by the kernel, so a CPU-bound actor holding
-    # the GIL is never declared dead; a vanished host is detected after IDLE + INTERVAL * COUNT seconds.
+    # the GIL is never declared dead; the first probe after IDLE quiet seconds, then one per INTERVAL, and
+    # a host that answers none is lost once LINK_GRACE_S has passed (at least COUNT probes).
     # (ZMTP heartbeats, ZMQ_HEARTBEAT_IVL, halved the call rate in measurements, so they are not used.)
     "TCP_KEEPALIVE_IDLE_S": 5,
     "TCP_KEEPALIVE_INTERVAL_S": 1,
@@ -76,14 +87,34 @@ def get(name: str) -> float:
         raise ValueError(f"XPARL_{name}={raw!r} is not a number; unset it or give a value such as {default}") from exc
 
 
+def link_grace_s() -> float:
+    """``LINK_GRACE_S``, the longest network cut that costs no actor (seconds, > 0).
+
+    Raises:
+        ValueError: ``XPARL_LINK_GRACE_S`` is not a positive number.
+    """
+    grace = get("LINK_GRACE_S")
+    if not grace > 0:
+        raise ValueError(f"XPARL_LINK_GRACE_S must be a positive number of seconds (e.g. 60), got {grace}")
+    return grace
+
+
 def set_keepalive(sock: object) -> None:
-    """Turns on TCP keepalive probes (see ``TCP_KEEPALIVE_*``) on a zmq socket before it connects/binds."""
+    """Sets a zmq TCP socket's liveness options before it connects/binds: keepalive probes (``TCP_KEEPALIVE_*``)
+    that go on until ``LINK_GRACE_S``, and ``TCP_USER_TIMEOUT`` (``ZMQ_TCP_MAXRT``) = ``LINK_GRACE_S``, so
+    neither an idle connection nor one with data in flight is given up during a shorter network cut."""
     import zmq
 
+    grace_s = link_grace_s()
+    idle_s = max(1, int(get("TCP_KEEPALIVE_IDLE_S")))
+    interval_s = max(1, int(get("TCP_KEEPALIVE_INTERVAL_S")))
+    # Linux caps the count at 127; past the grace TCP_USER_TIMEOUT ends the connection anyway
+    count = min(127, max(1, int(get("TCP_KEEPALIVE_COUNT")), math.ceil((grace_s - idle_s) / interval_s) + 1))
     sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
-    sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, max(1, int(get("TCP_KEEPALIVE_IDLE_S"))))
-    sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, max(1, int(get("TCP_KEEPALIVE_INTERVAL_S"))))
-    sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, max(1, int(get("TCP_KEEPALIVE_COUNT"))))
+    sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, idle_s)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, interval_s)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, count)
+    sock.setsockopt(zmq.TCP_MAXRT, max(1, int(grace_s * 1000)))
 
 
 def state_dir() -> pathlib.Path:

@@ -13,8 +13,10 @@ unavailable) to the job's ``ipc://`` zmq endpoint. This module only chooses; it 
 transport afterwards.
 
 Liveness: when the connection reports itself lost (``ConnectionLost``: a stream's end at once, a zmq
-connection down past its grace period), the master is asked why, and every pending and later call
-raises ``ActorDiedError`` with that cause.
+connection down past its grace period; a network cut shorter than ``LINK_GRACE_S`` loses nothing, TCP
+delivers the calls in flight once the link is back), the master is asked why, and every pending and later
+call raises ``ActorDiedError`` with that cause and whether the call was sent (then the method may have run)
+or not (it did not run).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_SENT_NO_REPLY = "this call was sent but no reply came back: the method may have run"
+_NOT_SENT = "this call was not sent: the method did not run"
 _CTRL_C_LATENCY_S = 0.1  # a Ctrl-C during a blocking call on a stream is delivered within this (stream_io.py)
 
 
@@ -186,14 +190,17 @@ class ActorConnection:
                 raise RemoteError(f"{self.where} was deleted")
             rid = next(self.ids)
             conn = self.conn
+            sent = False
             try:
                 conn.send(msg_type, rid, payload)
+                sent = True
                 while True:
                     msg = self.receive(None)
                     if msg.req_id == rid:
                         return msg
             except ConnectionLost as exc:
-                raise self.mark_dead(exc.cause, exc.wait_s) from None
+                self.mark_dead(exc.cause, exc.wait_s)
+                raise self.died_again(sent) from None
 
     def receive(self, timeout_s: float | None) -> Message | None:
         """The next reply (None: nothing within ``timeout_s``); drops (and logs) rejected messages, prints LOG
@@ -289,9 +296,11 @@ class ActorConnection:
             self._close_connection(linger_ms=0)
         return self.dead
 
-    def died_again(self) -> ActorDiedError:
-        """A fresh ``ActorDiedError`` like the recorded one (one per failed call)."""
-        return ActorDiedError(str(self.dead), cause=self.dead.cause)
+    def died_again(self, sent: bool = False) -> ActorDiedError:
+        """A fresh ``ActorDiedError`` like the recorded one (one per failed call), saying whether the call ran:
+        ``sent``: it was sent and no reply came back (it may have run), else it was never sent (it did not run)."""
+        ran = _SENT_NO_REPLY if sent else _NOT_SENT
+        return ActorDiedError(f"{self.dead}; {ran}", cause=self.dead.cause)
 
     # ----------------------------------------------------------------------------------- output
     def print_output(self, items: list) -> None:

@@ -258,7 +258,7 @@ class Reactor(threading.Thread):
     def _fail_pending(self, actor: ActorConnection) -> None:
         for future, _ in self.pending.get(actor, {}).values():
             if future is not None and not future.done():
-                future.set_exception(actor.died_again())
+                future.set_exception(actor.died_again(sent=True))
         self.pending.pop(actor, None)
 
     def _forget(self, actor: ActorConnection, poller: zmq.Poller) -> None:

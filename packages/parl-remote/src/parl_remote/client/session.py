@@ -188,6 +188,7 @@ class Client:
                     actor.result_of(actor.request(MsgType.FILES, files_payload))
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
+                actor.check_liveness()  # reads the connection's events: its TCP options are set once it is up
                 actor.shadowed = frozenset(info.get("shadowed", ()))
                 if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
                     actor.use_shared_memory(shm_arena.Channel())

@@ -21,7 +21,7 @@ def describe_exit(returncode: int) -> str:
     if returncode == EXIT_DELETED:
         return "deleted by its client"
     if returncode == EXIT_CLIENT_GONE:
-        return "its client disconnected"
+        return "its connection to its client closed (the client ended, or the network link between them was lost)"
     if returncode == EXIT_WORKER_GONE:
         return "its worker process ended"
     return f"exited with code {returncode}"

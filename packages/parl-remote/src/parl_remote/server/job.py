@@ -50,7 +50,7 @@ from parl_remote.server.job_streams import StreamServing
 from parl_remote.transport import unix, zmq_io
 from parl_remote.transport.base import ConnectionLost, SendFailed
 from parl_remote.transport.unix import UnixPeer
-from parl_remote.transport.zmq_peer import RouterRoute
+from parl_remote.transport.zmq_peer import RouterRoute, bound_backoff
 from parl_remote.wire import protocol, shm_arena
 from parl_remote.wire.protocol import MsgType
 
@@ -248,6 +248,7 @@ class Job(StreamServing, OutputCapture, Handlers):
         while self.monitor.poll(0):
             event = zmq.utils.monitor.recv_monitor_message(self.monitor)
             if event["event"] == zmq.EVENT_ACCEPTED:
+                bound_backoff(event["value"])  # replies sent during a network cut go out soon after it
                 self.peers += 1
                 self.alone_since = None
             elif event["event"] == zmq.EVENT_DISCONNECTED:

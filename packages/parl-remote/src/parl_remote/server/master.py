@@ -4,9 +4,11 @@ It keeps the workers (their CPUs, idle job processes, metrics), the clients and 
 an idle job to a client that asks for one (``ACQUIRE_JOB``); records why actors end; answers
 ``STATUS`` (the cluster status snapshot, ``Master.status``, used by ``xparl status`` and the monitor) and forwards
 ``ACTOR_LOG`` reads to the worker that holds the log. Workers heartbeat it; a worker silent for
-``HEARTBEAT_LIVENESS`` intervals is dropped and its actors are marked dead. After a restart on the
-same port, the master knows nobody: it answers heartbeats of unknown peers with ``REREGISTER`` and
-rebuilds its registry from their registrations.
+``HEARTBEAT_LIVENESS`` intervals gets no new actors and its actors are listed ``unreachable``: a network cut
+shorter than ``LINK_GRACE_S`` costs no actor (the worker registers again with its actors, which are then
+``alive``, one entry each); after ``LINK_GRACE_S`` of silence they end, the cause naming the lost link. After a
+restart on the same port, the master knows nobody: it answers heartbeats of unknown peers with
+``REREGISTER`` and rebuilds its registry from their registrations.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Master(Scheduling):
         self.monitor_port = monitor_port
         self.started_at = time.time()
         self.workers: dict[str, WorkerInfo] = {}
+        self.unreachable: dict[str, WorkerInfo] = {}  # silent workers whose actors wait out LINK_GRACE_S
         self.clients: dict[str, ClientInfo] = {}
         self.actors: dict[str, dict] = {}
         self.dead_actors: collections.OrderedDict[str, dict] = collections.OrderedDict()
@@ -104,13 +107,18 @@ class Master(Scheduling):
             )
             return
         wid = body["worker_id"]
-        old = self.workers.get(wid)
+        old = self.workers.get(wid) or self.unreachable.pop(wid, None)
         info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         info.gpus = [str(g) for g in body.get("gpus", [])]
         for job in body.get("vacant_jobs", []):
             info.vacant[job["job_id"]] = job
         for job in body.get("busy_jobs", []):
+            ended = self.dead_actors.get(job["actor_id"])
+            if ended is not None:  # ended while the worker was unreachable (past the grace): its client was told
+                logger.info("worker %s rejoined with the job of ended actor %s; killing it", wid, job["actor_id"])
+                self._send(self.sender, MsgType.KILL_JOB, {"job_id": job["job_id"], "cause": ended["death_cause"]})
+                continue
             info.busy.add(job["actor_id"])
             if job.get("gpus"):
                 info.gpus_used[job["actor_id"]] = list(job["gpus"])
@@ -118,6 +126,7 @@ class Master(Scheduling):
             if actor is None:  # a restarted master learns the actor from its worker
                 actor = self._new_actor(job["actor_id"], job.get("class_name", ""), job["client_id"], info, job)
                 actor["created_at"] = job.get("created_at", time.time())
+            actor.update(state="alive", worker_id=wid, host=info.host)  # back from "unreachable"
             client = self.clients.get(job["client_id"])
             if client is not None:
                 client.actors.add(job["actor_id"])
@@ -284,13 +293,23 @@ class Master(Scheduling):
         worker_timeout = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
         for wid, info in list(self.workers.items()):
             if now - info.last_seen > worker_timeout:
-                logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
+                logger.warning("worker %s unreachable (no heartbeat for %.1f s); its %d actor(s) wait for it",
+                               wid, now - info.last_seen, len(info.busy))  # fmt: skip
                 del self.workers[wid]
+                self.unreachable[wid] = info
+                for actor_id in info.busy:
+                    if actor_id in self.actors:
+                        self.actors[actor_id]["state"] = "unreachable"
+        grace_s = config.link_grace_s()
+        for wid, info in list(self.unreachable.items()):
+            if now - info.last_seen > grace_s:
+                logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
+                del self.unreachable[wid]
+                cause = (f"the network link to its worker {wid} on {info.host} was lost: no heartbeat for more than "
+                         f"LINK_GRACE_S={grace_s:g} s (or that host or worker ended)")  # fmt: skip
                 for actor_id in list(info.busy):
-                    self._end_actor(
-                        actor_id, f"its worker {wid} on {info.host} was lost (no heartbeat for {worker_timeout:.1f} s)"
-                    )
-        client_timeout = config.get("CLIENT_TIMEOUT_S")
+                    self._end_actor(actor_id, cause)
+        client_timeout = max(config.get("CLIENT_TIMEOUT_S"), config.link_grace_s())  # a cut client keeps its actors
         for cid, info in list(self.clients.items()):
             if now - info.last_seen > client_timeout:
                 logger.warning("client %s lost (no heartbeat for %.1f s)", cid, now - info.last_seen)

@@ -3,11 +3,14 @@ on one host with ``XPARL_UNIX_STREAM=0``.
 
 Liveness: TCP keepalive (run by the kernel, so no GIL) on every connection; a socket monitor reports when
 the connection to the peer closes (at once for a killed process on a reachable host). A connection that
-stays closed for ``ACTOR_RECONNECT_GRACE_S`` (``_CONNECT_TIMEOUT_S`` before it was ever up) is lost.
+stays closed for ``ACTOR_RECONNECT_GRACE_S`` (``_CONNECT_TIMEOUT_S`` before it was ever up) is lost. A network
+cut does not close it before ``LINK_GRACE_S`` (``config.set_keepalive``): TCP delivers what was sent once the
+link is back, within ``LINK_RETRANSMIT_MAX_MS`` (``bound_backoff``).
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -24,6 +27,19 @@ from parl_remote.wire.signing import Signer
 _POLL_MS = 100  # a blocking receive looks at the connection's state this often
 _CONNECT_TIMEOUT_S = 3.0  # a peer that never accepts the connection is gone
 _MONITOR_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
+_TCP_RTO_MAX_MS = 44  # linux/tcp.h (Linux >= 6.15)
+
+
+def bound_backoff(fd: int) -> None:
+    """Caps TCP's retransmission back-off on the connection ``fd`` (a socket monitor's CONNECTED / ACCEPTED event
+    value, a socket of this process) at ``LINK_RETRANSMIT_MAX_MS``, so that a message sent during a network cut
+    goes out at most that long after the link is back. A no-op where the kernel lacks the option or ``fd`` is not
+    a TCP socket (an ``ipc://`` connection, or one already closed)."""
+    try:
+        with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as dup:  # a duplicate: closing it keeps ``fd``
+            dup.setsockopt(socket.IPPROTO_TCP, _TCP_RTO_MAX_MS, int(config.get("LINK_RETRANSMIT_MAX_MS")))
+    except OSError:
+        pass
 
 
 class ZmqPeer:
@@ -64,6 +80,7 @@ class ZmqPeer:
         self.connected = False
         self.ever_connected = ever_connected
         self.down_since: float | None = time.monotonic()
+        self.endpoint = endpoint
 
     @property
     def closed(self) -> bool:
@@ -71,7 +88,9 @@ class ZmqPeer:
 
     @property
     def lost_text(self) -> str:
-        return f"the connection to its process was lost (no answer for {config.get('ACTOR_RECONNECT_GRACE_S')} s)"
+        return (f"the connection to its process at {self.endpoint} closed and was not re-established within "
+                f"{config.get('ACTOR_RECONNECT_GRACE_S'):g} s: the process ended, or the network link to it was lost "
+                f"for more than LINK_GRACE_S={config.get('LINK_GRACE_S'):g} s")  # fmt: skip
 
     # -------------------------------------------------------------------------------- sending
     @sigint.defer_ctrl_c_in
@@ -143,6 +162,7 @@ class ZmqPeer:
             if event["event"] == zmq.EVENT_CONNECTED:
                 self.connected = self.ever_connected = True
                 self.down_since = None
+                bound_backoff(event["value"])
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self.connected = False
                 self.down_since = time.monotonic()
