@@ -1,6 +1,7 @@
 """The same ``@remote_class`` code on xparl and on Ray (our Ray engine), beside plain Ray actors, in one run.
 
-Rows (medians over ``--rounds`` interleaved rounds: xparl, Ray engine, plain Ray, xparl, ...):
+Rows (medians over ``--rounds`` interleaved rounds, the order turning each round: xparl, Ray engine, plain Ray;
+Ray engine, plain Ray, xparl; ...):
   R1 synchronous trivial call rate (calls/s)
   R2 1,000 pipelined futures on one actor, each result read by itself (calls/s): ``future.get()`` for xparl and
      the Ray engine, ``ray.get(ref)`` per ref for plain Ray (``ray.get`` of the whole list is faster still: a
@@ -181,7 +182,8 @@ def run(args) -> dict:
         results[name].setdefault(key, []).append(value)
 
     for round_ in range(args.rounds):
-        for c in cons:
+        # the order turns every round, so that no contender always runs right after another's teardown
+        for c in cons[round_ % len(cons):] + cons[:round_ % len(cons)]:
             c.connect()
             if args.impala_only:
                 add(c.name, "IMPALA", impala_frames_per_s(c, impala, args.impala_unrolls))
