@@ -47,6 +47,11 @@ DEFAULTS: dict[str, float] = {
     "MASTER_TIMEOUT_S": 5.0,
     # how often the worker checks its jobs (exit, memory)
     "WORKER_POLL_S": 0.1,
+    # the niceness a job process adds to its own (0-19), as Ray's workers do (15): where actors and the
+    # client share CPUs, the client (an RL learner, typically) runs first; actors among themselves are equal.
+    # On 2 cores, IMPALA's learner with 2 actors consumed 0.74-0.93x the frames/s of the same loop on plain Ray
+    # actors with jobs at 0, as much or more at 15 (benchmarks/remote/bench_engines.py --impala-only)
+    "JOB_NICENESS": 15,
     # master restart: a worker that lost its master retries with back-off up to this interval
     "RECONNECT_MAX_INTERVAL_S": 2.0,
     # same-host buffers at least this large travel through /dev/shm instead of TCP (wire/shm.py)

@@ -320,6 +320,18 @@ class Job(StreamServing, OutputCapture, Handlers):
         self.ctx.term()
 
 
+def _lower_priority() -> None:
+    """Adds ``JOB_NICENESS`` to this process's niceness (see config.py); a value out of 0-19 is refused."""
+    niceness = config.get("JOB_NICENESS")
+    if niceness != int(niceness) or not 0 <= niceness <= 19:
+        raise SystemExit(f"XPARL_JOB_NICENESS must be an integer from 0 to 19, got {niceness!r}")
+    if niceness:
+        try:
+            os.nice(int(niceness))
+        except OSError as exc:  # e.g. a sandbox that forbids it: the job runs at the worker's priority
+            logging.getLogger(__name__).warning("cannot lower the job's priority: %s", exc)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a job process (started by a worker, not by users)."""
     parser = argparse.ArgumentParser(description="xparl job process (internal)")
@@ -333,6 +345,7 @@ def main(argv: list[str] | None = None) -> None:
     _set_parent_death_signal()
     if os.getppid() != args.worker_pid:
         sys.exit(EXIT_NOT_STARTED)
+    _lower_priority()
     token = os.environ.pop("XPARL_TOKEN", "")
     log_format = "%(asctime)s job %(process)d %(levelname)s %(message)s"
     logging.basicConfig(level=config.log_level("WARNING"), format=log_format)
