@@ -212,7 +212,10 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
         dim: side of the square grey observation, in pixels.
         framestack: stack the last 4 frames.
         obs_format: ``"NHWC"`` (observations uint8 ``[dim, dim, 4]``) or ``"NCHW"`` (``[4, dim, dim]``).
-        test: an evaluation env: whole games (no episodic life) and unclipped rewards.
+        test: an evaluation env: whole games (no episodic life) and unclipped rewards. An old-API env
+            keeps PARL's pipeline instead (episodic life and clipped rewards in both modes, so a greedy
+            policy is FIRE-reset after each lost life; the evaluation returns come from the
+            :class:`MonitorEnv` through :meth:`OldApiAtariEnv.get_eval_rewards`).
         test_episodes: games per evaluation of an old-API env (:meth:`OldApiAtariEnv.get_eval_rewards`);
             a gymnasium env counts its games with :class:`MonitorEnv`
             (``get_wrapper_by_cls(env, MonitorEnv).next_episode_results()``).
@@ -238,11 +241,12 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
     env = MonitorEnv(env)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=frame_skip, screen_size=dim,
                                           terminal_on_life_loss=False, grayscale_obs=True)
-    if not test:
+    parl_pipeline = not test or old_api  # PARL wraps its evaluation env like its training env
+    if parl_pipeline:
         env = EpisodicLifeEnv(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireResetEnv(env)
-    if not test:
+    if parl_pipeline:
         env = gym.wrappers.ClipReward(env, -1.0, 1.0)
     if framestack:
         env = gym.wrappers.FrameStackObservation(env, 4)
