@@ -46,10 +46,12 @@ def test_dqn_eval_env_reports_whole_games_through_get_real_done(old_gym):
     obs = env.reset()
     assert obs.shape == (4, 84, 84)
     assert env.get_real_done() is False and env.get_eval_rewards() is None
-    rng, dones, steps = np.random.default_rng(0), 0, 0
+    rng, dones, steps, game_returns = np.random.default_rng(0), 0, 0, []
     while not env.get_real_done():
-        obs, _, done, _ = env.step(int(rng.integers(env.action_space.n)))
+        obs, _, done, info = env.step(int(rng.integers(env.action_space.n)))
         steps += 1
+        if "episode" in info:  # PARL's ppo evaluation reads the whole game's return here
+            game_returns.append(info["episode"]["r"])
         if done:
             dones += 1
             obs = env.reset()
@@ -57,7 +59,7 @@ def test_dqn_eval_env_reports_whole_games_through_get_real_done(old_gym):
             pytest.fail("two random Breakout games did not end in 20,000 steps")
     monitor = get_wrapper_by_cls(env, MonitorEnv)
     assert dones == 2 * 5  # PARL's pipeline: each of Breakout's 5 lives ends an episode, the monitor counts games
-    assert env.get_eval_rewards() == monitor.get_episode_rewards()[-2:]
+    assert env.get_eval_rewards() == monitor.get_episode_rewards()[-2:] == game_returns
     assert len(monitor.get_episode_rewards()) == 2
     assert np.mean(env.get_eval_rewards()) >= 0.0
 
