@@ -98,3 +98,14 @@ def test_gymnasium_env_in_gymnasium_api_out():
 def test_non_atari_old_api_env_is_refused_with_the_fix(old_gym):
     with pytest.raises(ValueError, match="ale-py"):
         wrap_deepmind(old_gym.make("CartPole-v0"))
+
+
+def test_step_takes_the_one_element_action_array_parls_ppo_predict_returns(old_gym):
+    # PARL's ppo agent: predict() returns action.numpy().flatten(), shape (1,), straight into eval_env.step
+    env = wrap_deepmind(old_gym.make("PongNoFrameskip-v4"), dim=84, obs_format="NCHW", test=True, test_episodes=1)
+    env.reset()
+    obs, reward, done, info = env.step(np.array([3], dtype=np.int64))
+    assert obs.shape == (4, 84, 84) and isinstance(done, bool)
+    env.step(np.int64(2))
+    with pytest.raises(ValueError, match="one discrete action"):
+        env.step(np.array([1, 2]))

@@ -192,6 +192,21 @@ class OldApiAtariEnv(CompatWrapper):
             self._was_real_done, self._eval_rewards = False, None
         return obs
 
+    def step(self, action: Any) -> tuple[Any, float, bool, dict]:
+        """Step the game (old API). ``action``: an int, or a one-element array as PARL's PPO agent's
+        ``predict`` returns it (old gym's Atari env took both; ale-py takes only a scalar).
+
+        Raises:
+            ValueError: ``action`` holds more than one value.
+        """
+        if isinstance(action, (np.ndarray, list, tuple)):
+            values = np.asarray(action)
+            if values.size != 1:
+                raise ValueError(f"an Atari env takes one discrete action per step, got {values.size} values "
+                                 f"{values.tolist()!r}; pass an int (or a one-element array)")
+            action = int(values.reshape(()))
+        return super().step(action)
+
     def get_real_done(self) -> bool:
         """Whether the last ``reset`` came after ``test_episodes`` more whole games ended."""
         return self._was_real_done
