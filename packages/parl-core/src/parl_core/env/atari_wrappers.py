@@ -238,7 +238,7 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
     Returns:
         The wrapped env (gymnasium env in, gymnasium env out; old-API env in, :class:`OldApiAtariEnv`
         out); observations uint8 ``[dim, dim, 4]`` / ``[4, dim, dim]`` (``[dim, dim]`` without
-        frame stacking), rewards in ``{-1, 0, 1}`` unless ``test``.
+        frame stacking), rewards in ``{-1, 0, 1}`` unless ``test`` (an old-API env: always, as PARL).
 
     Raises:
         ValueError: ``obs_format`` is neither ``"NHWC"`` nor ``"NCHW"``, or ``env`` is not an ALE env.
