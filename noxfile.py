@@ -58,6 +58,8 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     "parl": (),
 }
+# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
+INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
@@ -115,7 +117,7 @@ def tests(session: nox.Session, package: str) -> None:
 @nox.session
 def integration(session: nox.Session) -> None:
     """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
-    install_tree(session, list(PACKAGES), *TEST_DEPS)
+    install_tree(session, list(PACKAGES), *TEST_DEPS, *INTEGRATION_DEPS)
     session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *session.posargs)
 
 

@@ -1,10 +1,13 @@
 """Cross-package tests: the QuickStart end to end, and repository-wide consistency checks."""
 
+import importlib
 import pathlib
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHIMS = ROOT / "tests" / "parl2" / "shims"
 
 
 def pytest_configure(config):
@@ -15,3 +18,13 @@ def pytest_configure(config):
 @pytest.fixture
 def repo_root() -> pathlib.Path:
     return ROOT
+
+
+@pytest.fixture
+def old_gym(monkeypatch):
+    """The test-only ``gym`` (gymnasium through the old gym API) that PARL's examples were run against."""
+    monkeypatch.syspath_prepend(str(SHIMS))
+    monkeypatch.delitem(sys.modules, "gym", raising=False)
+    module = importlib.import_module("gym")
+    yield module
+    sys.modules.pop("gym", None)

@@ -1,10 +1,6 @@
 """PARL 2.x user code on the project's torch backend: the incompatibilities found by running PARL 2.2.1's
 own benchmark/torch examples, each reproduced with code written here in PARL's style."""
 
-import importlib
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 import torch
@@ -14,7 +10,6 @@ import parl
 from parl.algorithms import A2C, CQL, DDPG, DQN, PPO, SAC, TD3
 from parl.env import ActionMappingWrapper, CompatWrapper
 
-SHIMS = pathlib.Path(__file__).resolve().parent / "parl2" / "shims"
 OBS_DIM, ACT_DIM, NUM_ACTIONS = 4, 2, 3
 
 
@@ -174,16 +169,6 @@ def test_algorithm_keeps_every_model_in_get_all_weights():
     other = DQN(QModel(), gamma=0.99, lr=1e-3)
     other.set_weights(alg.get_all_weights())
     assert torch.all(other.target_model.fc1.bias == 7.0)
-
-
-@pytest.fixture
-def old_gym(monkeypatch):
-    """The test-only ``gym`` (gymnasium through the old gym API) that PARL's examples were run against."""
-    monkeypatch.syspath_prepend(str(SHIMS))
-    monkeypatch.delitem(sys.modules, "gym", raising=False)
-    module = importlib.import_module("gym")
-    yield module
-    sys.modules.pop("gym", None)
 
 
 def test_parl_example_env_setup_runs_on_the_old_api(old_gym):

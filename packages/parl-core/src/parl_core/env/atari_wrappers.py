@@ -15,6 +15,12 @@ resize needs OpenCV (``pip install opencv-python-headless``); neither is importe
     import ale_py, gymnasium as gym
     gym.register_envs(ale_py)
     env = wrap_deepmind(gym.make("PongNoFrameskip-v4"), dim=84, obs_format="NCHW")
+
+PARL 2.x code passes an **old-API** env (``gym.make(...)`` under gym < 0.26, or any object with
+``reset() -> obs`` and a 4-tuple ``step``) and uses the old API on what comes back (``env.seed(s)``,
+``obs = env.reset()``, ``obs, reward, done, info = env.step(a)``, and on an evaluation env PARL's
+``TestEnv`` methods ``get_real_done()`` / ``get_eval_rewards()``). The API out follows the API in: a
+gymnasium env gives a gymnasium env; any other env gives :class:`OldApiAtariEnv`.
 """
 
 from __future__ import annotations
@@ -26,18 +32,24 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["EpisodicLifeEnv", "FireResetEnv", "MonitorEnv", "get_wrapper_by_cls", "wrap_deepmind"]
+from parl_core.env.compat_wrappers import CompatWrapper
+from parl_core.env.gymnasium_wrappers import OldGymToGymnasiumWrapper
+
+__all__ = ["EpisodicLifeEnv", "FireResetEnv", "MonitorEnv", "OldApiAtariEnv", "get_wrapper_by_cls", "wrap_deepmind"]
 
 
-def get_wrapper_by_cls(env: gym.Env, cls: type) -> gym.Env | None:
-    """The first wrapper of class ``cls`` in ``env``'s wrapper chain (``env`` included), or ``None``."""
+def get_wrapper_by_cls(env: Any, cls: type) -> Any:
+    """The first wrapper of class ``cls`` in ``env``'s wrapper chain (``env`` included), or ``None``.
+
+    The chain is followed through every wrapper's ``env`` attribute: gymnasium wrappers and the old-API
+    ones (:class:`OldApiAtariEnv`, :class:`~parl_core.env.CompatWrapper`) alike.
+    """
     current = env
-    while True:
+    while current is not None:
         if isinstance(current, cls):
             return current
-        if not isinstance(current, gym.Wrapper):
-            return None
-        current = current.env
+        current = getattr(current, "env", None)
+    return None
 
 
 class MonitorEnv(gym.Wrapper):
@@ -140,23 +152,93 @@ class FireResetEnv(gym.Wrapper):
         return obs, info
 
 
+class OldApiAtariEnv(CompatWrapper):
+    """:func:`wrap_deepmind`'s result for an old-API env: PARL's old API and PARL's ``TestEnv`` methods.
+
+    ``seed(s)`` (seeds the next ``reset``), ``reset() -> obs``, ``step(a) -> (obs, reward, done, info)``
+    (:class:`~parl_core.env.CompatWrapper`), and PARL's evaluation bookkeeping: after every
+    ``test_episodes`` whole games (counted by the :class:`MonitorEnv` inside), the ``reset`` that follows
+    sets ``get_real_done()`` and ``get_eval_rewards()`` (those games' unclipped returns).
+
+    Args:
+        env: the gymnasium pipeline built by :func:`wrap_deepmind` (it holds a :class:`MonitorEnv`).
+        test_episodes: games per evaluation.
+
+    Raises:
+        ValueError: ``env`` holds no :class:`MonitorEnv`, or ``test_episodes < 1``.
+    """
+
+    def __init__(self, env: gym.Env, test_episodes: int = 3) -> None:
+        super().__init__(env)
+        monitor = get_wrapper_by_cls(env, MonitorEnv)
+        if monitor is None:
+            raise ValueError("OldApiAtariEnv needs a MonitorEnv in the wrapped chain; build it with wrap_deepmind")
+        if test_episodes < 1:
+            raise ValueError(f"test_episodes must be >= 1, got {test_episodes}")
+        self._monitor = monitor
+        self._test_episodes = int(test_episodes)
+        self._end_episode = len(monitor.get_episode_rewards()) + self._test_episodes
+        self._was_real_done = False
+        self._eval_rewards: list[float] | None = None
+
+    def reset(self, **kwargs: Any) -> Any:
+        """Reset (old API: returns the observation only) and update the evaluation bookkeeping."""
+        obs = super().reset(**kwargs)
+        if len(self._monitor.get_episode_rewards()) >= self._end_episode:
+            self._was_real_done = True
+            self._eval_rewards = self._monitor.get_episode_rewards()[-self._test_episodes:]
+            self._end_episode += self._test_episodes
+        else:
+            self._was_real_done, self._eval_rewards = False, None
+        return obs
+
+    def step(self, action: Any) -> tuple[Any, float, bool, dict]:
+        """Step the game (old API). ``action``: an int, or a one-element array as PARL's PPO agent's
+        ``predict`` returns it (old gym's Atari env took both; ale-py takes only a scalar).
+
+        Raises:
+            ValueError: ``action`` holds more than one value.
+        """
+        if isinstance(action, (np.ndarray, list, tuple)):
+            values = np.asarray(action)
+            if values.size != 1:
+                raise ValueError(f"an Atari env takes one discrete action per step, got {values.size} values "
+                                 f"{values.tolist()!r}; pass an int (or a one-element array)")
+            action = int(values.reshape(()))
+        return super().step(action)
+
+    def get_real_done(self) -> bool:
+        """Whether the last ``reset`` came after ``test_episodes`` more whole games ended."""
+        return self._was_real_done
+
+    def get_eval_rewards(self) -> list[float] | None:
+        """The returns of those games (``None`` between evaluations)."""
+        return self._eval_rewards
+
+
 def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_format: str = "NHWC",
                   test: bool = False, test_episodes: int = 3) -> gym.Env:
     """DeepMind's Atari preprocessing, PARL's signature.
 
     Args:
         env: an ALE environment from ``gym.make`` (``*NoFrameskip-v4``: this wrapper skips 4 frames;
-            an env that skips frames itself, such as ``ALE/Pong-v5``, is not skipped again).
+            an env that skips frames itself, such as ``ALE/Pong-v5``, is not skipped again): a gymnasium
+            env, or an old-API one as PARL code passes (then the result speaks the old API too).
         dim: side of the square grey observation, in pixels.
         framestack: stack the last 4 frames.
         obs_format: ``"NHWC"`` (observations uint8 ``[dim, dim, 4]``) or ``"NCHW"`` (``[4, dim, dim]``).
-        test: an evaluation env: whole games (no episodic life) and unclipped rewards.
-        test_episodes: accepted for PARL compatibility; count evaluation games with :class:`MonitorEnv`
+        test: an evaluation env: whole games (no episodic life) and unclipped rewards. An old-API env
+            keeps PARL's pipeline instead (episodic life and clipped rewards in both modes, so a greedy
+            policy is FIRE-reset after each lost life; the evaluation returns come from the
+            :class:`MonitorEnv` through :meth:`OldApiAtariEnv.get_eval_rewards`).
+        test_episodes: games per evaluation of an old-API env (:meth:`OldApiAtariEnv.get_eval_rewards`);
+            a gymnasium env counts its games with :class:`MonitorEnv`
             (``get_wrapper_by_cls(env, MonitorEnv).next_episode_results()``).
 
     Returns:
-        The wrapped env; observations uint8 ``[dim, dim, 4]`` / ``[4, dim, dim]`` (``[dim, dim]`` without
-        frame stacking), rewards in ``{-1, 0, 1}`` unless ``test``.
+        The wrapped env (gymnasium env in, gymnasium env out; old-API env in, :class:`OldApiAtariEnv`
+        out); observations uint8 ``[dim, dim, 4]`` / ``[4, dim, dim]`` (``[dim, dim]`` without
+        frame stacking), rewards in ``{-1, 0, 1}`` unless ``test`` (an old-API env: always, as PARL).
 
     Raises:
         ValueError: ``obs_format`` is neither ``"NHWC"`` nor ``"NCHW"``, or ``env`` is not an ALE env.
@@ -164,19 +246,22 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
     """
     if obs_format not in ("NHWC", "NCHW"):
         raise ValueError(f"wrap_deepmind: obs_format must be 'NHWC' or 'NCHW', got {obs_format!r}")
+    old_api = not isinstance(env, gym.Env)
+    if old_api:
+        env = OldGymToGymnasiumWrapper(env)
     if not hasattr(env.unwrapped, "ale"):
         raise ValueError(f"wrap_deepmind needs an Atari env from ale-py, got {env.unwrapped!r}; `import ale_py; "
                          "gymnasium.register_envs(ale_py)` and gym.make('PongNoFrameskip-v4')")
-    del test_episodes  # PARL's TestEnv bookkeeping is MonitorEnv's here
     frame_skip = 4 if getattr(env.unwrapped, "_frameskip", 1) == 1 else 1
     env = MonitorEnv(env)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=frame_skip, screen_size=dim,
                                           terminal_on_life_loss=False, grayscale_obs=True)
-    if not test:
+    parl_pipeline = not test or old_api  # PARL wraps its evaluation env like its training env
+    if parl_pipeline:
         env = EpisodicLifeEnv(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireResetEnv(env)
-    if not test:
+    if parl_pipeline:
         env = gym.wrappers.ClipReward(env, -1.0, 1.0)
     if framestack:
         env = gym.wrappers.FrameStackObservation(env, 4)
@@ -185,4 +270,4 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
             env = gym.wrappers.TransformObservation(
                 env, lambda obs: np.moveaxis(obs, 0, -1),
                 gym.spaces.Box(low=0, high=255, shape=(dim, dim, 4), dtype=space.dtype))
-    return env
+    return OldApiAtariEnv(env, test_episodes) if old_api else env
