@@ -14,7 +14,7 @@ from parl_core.paddle.algorithm import optimizer_parameters
 
 __all__ = ["positive", "unit_interval", "as_float", "obs_batch", "column", "discrete_actions",
            "continuous_actions", "two_q", "flat_q", "adam", "set_lr", "readable_shape_errors",
-           "optimizer_parameters"]
+           "optimizer_parameters", "grad_norm", "step"]
 
 
 def as_float(value: Any, name: str) -> paddle.Tensor:
@@ -132,6 +132,13 @@ def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None 
 def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
     """Set a (float) learning rate for the next steps."""
     optimizer.set_lr(float(lr))
+
+
+def grad_norm(optimizer: paddle.optimizer.Optimizer) -> paddle.Tensor:
+    """The global L2 norm of the gradients of ``optimizer``'s parameters (before its clip), a float32 0-d tensor
+    (0 when no parameter has a gradient)."""
+    squares = [paddle.sum(paddle.square(p.grad)) for p in optimizer_parameters(optimizer) if p.grad is not None]
+    return paddle.sqrt(paddle.add_n(squares)) if squares else paddle.zeros([], dtype="float32")
 
 
 def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor) -> None:
