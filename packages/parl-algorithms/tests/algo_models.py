@@ -183,3 +183,23 @@ def a2c(M, model=None, lr=1e-2):
     if M.ops.name == "torch":
         return M.algs.A2C(model, {"vf_loss_coeff": 0.5, "learning_rate": lr})
     return M.algs.A2C(model, vf_loss_coeff=0.5, learning_rate=lr)
+
+
+def paper_vtrace(behaviour, target, discounts, rewards, values, bootstrap, clip_rho, clip_pg_rho):
+    """Eq. 1 as written: v_s = V(x_s) + sum_t (prod_{i<t} gamma_i c_i) rho_t delta_t, a double loop."""
+    T, B = values.shape
+    rhos = np.exp(target - behaviour)
+    clipped = rhos if clip_rho is None else np.minimum(clip_rho, rhos)
+    cs = np.minimum(1.0, rhos)
+    next_values = np.concatenate([values[1:], bootstrap[None]], 0)
+    vs = np.zeros((T, B))
+    for b in range(B):
+        for s in range(T):
+            total, weight = 0.0, 1.0
+            for t in range(s, T):
+                total += weight * clipped[t, b] * (rewards[t, b] + discounts[t, b] * next_values[t, b] - values[t, b])
+                weight *= discounts[t, b] * cs[t, b]
+            vs[s, b] = values[s, b] + total
+    next_vs = np.concatenate([vs[1:], bootstrap[None]], 0)
+    pg_rhos = rhos if clip_pg_rho is None else np.minimum(clip_pg_rho, rhos)
+    return vs, pg_rhos * (rewards + discounts * next_vs - values)

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from algo_models import paper_vtrace
 
 from parl_algorithms.vtrace import VTraceReturns, from_importance_weights
 
@@ -74,26 +75,6 @@ def test_off_policy_rho_and_c_clipping_by_hand(fw):
     _close(fw, unclipped.pg_advantages, [[2 * 3.065], [1.85]])
 
 
-def _paper_vtrace(behaviour, target, discounts, rewards, values, bootstrap, clip_rho, clip_pg_rho):
-    """Eq. 1 as written: v_s = V(x_s) + sum_t (prod_{i<t} gamma_i c_i) rho_t delta_t, a double loop."""
-    T, B = values.shape
-    rhos = np.exp(target - behaviour)
-    clipped = rhos if clip_rho is None else np.minimum(clip_rho, rhos)
-    cs = np.minimum(1.0, rhos)
-    next_values = np.concatenate([values[1:], bootstrap[None]], 0)
-    vs = np.zeros((T, B))
-    for b in range(B):
-        for s in range(T):
-            total, weight = 0.0, 1.0
-            for t in range(s, T):
-                total += weight * clipped[t, b] * (rewards[t, b] + discounts[t, b] * next_values[t, b] - values[t, b])
-                weight *= discounts[t, b] * cs[t, b]
-            vs[s, b] = values[s, b] + total
-    next_vs = np.concatenate([vs[1:], bootstrap[None]], 0)
-    pg_rhos = rhos if clip_pg_rho is None else np.minimum(clip_pg_rho, rhos)
-    return vs, pg_rhos * (rewards + discounts * next_vs - values)
-
-
 def _random_case(seed, T=9, B=5):
     rng = np.random.default_rng(seed)
     behaviour = np.log(rng.uniform(0.05, 1.0, (T, B)))
@@ -108,7 +89,7 @@ def _random_case(seed, T=9, B=5):
 @pytest.mark.parametrize("clip_rho, clip_pg_rho", [(1.0, 1.0), (3.7, 2.2), (None, None), (0.5, None)])
 def test_matches_the_paper_on_random_inputs(clip_rho, clip_pg_rho, fw):
     case = _random_case(7)
-    expected_vs, expected_pg = _paper_vtrace(*case, clip_rho, clip_pg_rho)
+    expected_vs, expected_pg = paper_vtrace(*case, clip_rho, clip_pg_rho)
     out = from_importance_weights(*[fw.tensor(x) for x in case], clip_rho_threshold=clip_rho,
                                   clip_pg_rho_threshold=clip_pg_rho)
     np.testing.assert_allclose(fw.numpy(out.vs), expected_vs, rtol=1e-5, atol=1e-5)
