@@ -120,6 +120,8 @@ CASES = {
     "IMPALA": ("DiscreteACModel", _impala(), _impala_batch, 1e-2),
     "IMPALA-clipped-rho": ("DiscreteACModel", _impala(clip_rho_threshold=0.5, clip_pg_rho_threshold=2.0,
                                                       max_grad_norm=0.5), _impala_batch, 1e-2),
+    "OAC": ("SACModel", lambda M, m: M.algs.OAC(m, alpha=0.2, beta=4.66, delta=23.53, **OFF),
+            lambda rng: _transition(rng, False), 1e-3),
     "CQL-lagrange-v2": ("SACModel", lambda M, m: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
                                                              **OFF),
                         lambda rng: _transition(rng, False), 1e-3),
@@ -178,3 +180,21 @@ def test_paddle_update_equals_torch_update(name, monkeypatch):
         assert p_alpha == pytest.approx(t_alpha, rel=1e-5)
     moved = max(float(np.abs(t_weights["model"][k] - v).max()) for k, v in initial.items())
     assert moved > 10 * lr * 1e-2  # the runs moved the weights well beyond the tolerance: updates are compared
+
+
+def test_oac_exploration_action_paddle_equals_torch(monkeypatch):
+    T, P = models("torch"), models("paddle")
+    T.ops.seed(0)
+    torch_model, paddle_model = T.SACModel(), P.SACModel()
+    copy_torch_weights(torch_model, paddle_model)
+    obs = np.random.default_rng(0).normal(size=(B, OBS_DIM)).astype(np.float32)
+    actions = {}
+    for backend, model in (("torch", torch_model), ("paddle", paddle_model)):
+        M = models(backend)
+        alg = M.algs.OAC(model, alpha=0.2, beta=4.66, delta=23.53, **OFF)
+        with monkeypatch.context() as patch:
+            patch_noise(patch, backend, NoiseStream(3), alg)
+            actions[backend] = M.ops.numpy(alg.get_optimistic_exploration_action(obs))
+    greedy = np.tanh(T.ops.numpy(torch_model.policy(torch.as_tensor(obs))[0]))
+    assert np.abs(actions["torch"] - greedy).max() > 0.1  # the shift and the noise moved the action
+    np.testing.assert_allclose(actions["paddle"], actions["torch"], rtol=1e-5, atol=1e-5)
