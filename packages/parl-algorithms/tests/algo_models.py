@@ -153,7 +153,37 @@ def models(backend):
             mean, log_std = B.chunk2(self.actor(obs))
             return mean, B.clip(log_std, -5.0, 2.0)
 
-    return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel,
+    class IQLModel(B.Model):
+        """IQL: Gaussian policy (mean, log_std), twin critics ``qvalue``, a state value ``value``."""
+
+        def __init__(self):
+            super().__init__()
+            self.actor = mlp(OBS_DIM, 2 * ACT_DIM)
+            self.q1 = mlp(OBS_DIM + ACT_DIM, 1)
+            self.q2 = mlp(OBS_DIM + ACT_DIM, 1)
+            self.v = mlp(OBS_DIM, 1)
+
+        def policy(self, obs):
+            mean, log_std = B.chunk2(self.actor(obs))
+            return mean, B.clip(log_std, -5.0, 2.0)
+
+        def qvalue(self, obs, action):
+            x = B.cat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def value(self, obs):
+            return self.v(obs)
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+        def get_value_params(self):
+            return self.v.parameters()
+
+    return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel, IQLModel=IQLModel,
                            DiscreteACModel=DiscreteACModel, GaussianACModel=GaussianACModel,
                            PPOGaussianModel=PPOGaussianModel,
                            DeterministicACModel=DeterministicACModel, TwinCriticModel=TwinCriticModel,

@@ -122,13 +122,15 @@ CASES = {
                                                       max_grad_norm=0.5), _impala_batch, 1e-2),
     "OAC": ("SACModel", lambda M, m: M.algs.OAC(m, alpha=0.2, beta=4.66, delta=23.53, **OFF),
             lambda rng: _transition(rng, False), 1e-3),
+    "IQL": ("IQLModel", lambda M, m: M.algs.IQL(m, max_steps=2 * STEPS, lr=1e-3), lambda rng: _transition(rng, False),
+            1e-3),
     "CQL-lagrange-v2": ("SACModel", lambda M, m: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
                                                              **OFF),
                         lambda rng: _transition(rng, False), 1e-3),
 }
 
 
-SAME_RETURNS = {"A3C", "IMPALA"}  # (total, pi, vf, entropy) / ((total, pi, vf, entropy), kl) on both
+SAME_RETURNS = {"A3C", "IMPALA", "IQL"}  # A3C: (total, pi, vf, entropy); IMPALA: (that, kl); IQL: (q, v, pi)
 
 
 def _floats(out):

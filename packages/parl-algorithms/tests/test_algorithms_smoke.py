@@ -66,6 +66,8 @@ CASES = {
     "OAC": (lambda M: M.algs.OAC(M.SACModel(), gamma=0.99, tau=0.05, alpha=0.2, beta=4.66, delta=23.53,
                                  actor_lr=1e-3, critic_lr=1e-3),
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
+    "IQL": (lambda M: M.algs.IQL(M.IQLModel(), max_steps=100, lr=1e-3), lambda rng: _transition(rng, False),
+            (B, ACT_DIM)),
     "SAC-auto-alpha": (lambda M: M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
                                             with_automatic_entropy_tuning=True),
                        lambda rng: _transition(rng, False), (B, ACT_DIM)),

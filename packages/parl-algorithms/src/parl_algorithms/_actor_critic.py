@@ -1,4 +1,4 @@
-"""Framework-free pieces shared by the torch and paddle IMPALA and A3C: the loss record, hyperparameter
+"""Framework-free pieces shared by the torch and paddle IMPALA, A3C and IQL: the loss record, hyperparameter
 checks and their error messages (one text per error, whatever the backend)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from parl_algorithms._validation import positive, unit_interval
 
 __all__ = ["VTraceLoss", "CONTINUOUS_HINT", "impala_hyperparameters", "check_unroll_batch", "a3c_hyperparameters",
-           "a3c_logits", "a3c_value", "number"]
+           "a3c_logits", "a3c_value", "number", "iql_hyperparameters"]
 
 CONTINUOUS_HINT = ("IMPALA supports Discrete action spaces only (its V-trace ratios are of categorical "
                    "policies); for a continuous (Box) action space use PPO(continuous_action=True), SAC or TD3")
@@ -137,3 +137,22 @@ def _size(value: Any) -> int:
     if callable(size):
         size = value.numel()
     return int(size) if size is not None else -1
+
+
+def iql_hyperparameters(max_steps: Any, tau: Any, beta: Any, lr: Any, discount: Any, alpha: Any) -> dict[str, Any]:
+    """IQL's checked constructor arguments: ``{"max_steps": int, "tau", "beta", "lr", "discount", "alpha": float}``.
+
+    Raises:
+        ValueError: ``max_steps`` < 1, ``tau`` outside ``(0, 1)``, ``beta`` < 0, ``lr`` <= 0, or ``discount`` /
+            ``alpha`` outside ``[0, 1]``; the message gives an example.
+    """
+    if max_steps is None or isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"IQL needs max_steps >= 1 (the number of learn() calls), got {max_steps!r}; "
+                         "e.g. IQL(model, max_steps=1_000_000)")
+    if not 0.0 < tau < 1.0:
+        raise ValueError(f"IQL needs the expectile tau in (0, 1), got {tau!r}; e.g. IQL(model, tau=0.7)")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
+        raise ValueError(f"IQL needs beta >= 0, got {beta!r}; e.g. IQL(model, beta=3.0)")
+    return {"max_steps": max_steps, "tau": float(tau), "beta": float(beta), "lr": positive(lr, "lr", "IQL", "3e-4"),
+            "discount": unit_interval(discount, "discount", "IQL", "0.99"),
+            "alpha": unit_interval(alpha, "alpha", "IQL", "0.005")}
