@@ -9,7 +9,7 @@ from typing import Any
 import paddle
 import paddle.nn.functional as F
 
-from parl_algorithms._actor_critic import a3c_hyperparameters, a3c_logits, a3c_value, number
+from parl_algorithms._checks import a3c_hyperparameters, a3c_logits, a3c_value, number
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle import functional
 from parl_algorithms.paddle._common import (

@@ -9,7 +9,7 @@ from typing import Any
 import paddle
 import paddle.nn.functional as F
 
-from parl_algorithms._actor_critic import CONTINUOUS_HINT, VTraceLoss, check_unroll_batch, impala_hyperparameters
+from parl_algorithms._checks import CONTINUOUS_HINT, VTraceLoss, check_unroll_batch, impala_hyperparameters
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle import functional
 from parl_algorithms.paddle._common import (

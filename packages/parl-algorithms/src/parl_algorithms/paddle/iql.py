@@ -8,7 +8,7 @@ import copy
 import paddle
 import paddle.nn.functional as F
 
-from parl_algorithms._actor_critic import iql_hyperparameters
+from parl_algorithms._checks import iql_hyperparameters
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle import functional
 from parl_algorithms.paddle._common import (

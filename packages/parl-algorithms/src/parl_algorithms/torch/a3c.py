@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from parl_algorithms._actor_critic import a3c_hyperparameters, a3c_logits, a3c_value
-from parl_algorithms._actor_critic import number as _number
+from parl_algorithms._checks import a3c_hyperparameters, a3c_logits, a3c_value
+from parl_algorithms._checks import number as _number
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (

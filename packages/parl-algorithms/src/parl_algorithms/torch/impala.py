@@ -8,8 +8,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from parl_algorithms._actor_critic import CONTINUOUS_HINT as _CONTINUOUS_HINT
-from parl_algorithms._actor_critic import VTraceLoss, check_unroll_batch, impala_hyperparameters
+from parl_algorithms._checks import CONTINUOUS_HINT as _CONTINUOUS_HINT
+from parl_algorithms._checks import VTraceLoss, check_unroll_batch, impala_hyperparameters
 from parl_algorithms._validation import as_float_tensor, check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (

@@ -8,7 +8,7 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from parl_algorithms._actor_critic import iql_hyperparameters
+from parl_algorithms._checks import iql_hyperparameters
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
