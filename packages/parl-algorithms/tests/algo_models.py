@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 OBS_DIM, NUM_ACTIONS, ACT_DIM = 4, 3, 2
+DT_OBS_DIM = 3
 BACKENDS = ("torch", "paddle")
 
 
@@ -183,7 +184,21 @@ def models(backend):
         def get_value_params(self):
             return self.v.parameters()
 
+    class DTStepModel(B.Model):
+        """DecisionTransformer's model contract without the transformer: action = tanh(W s + v R), per step."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = B.nn.Linear(DT_OBS_DIM + 1, ACT_DIM)
+
+        def forward(self, states, actions, rewards, returns_to_go, timesteps, attention_mask=None):
+            return None, B.tanh(self.fc(B.cat([states, returns_to_go]))), None
+
+        def get_action(self, states, actions, rewards, returns_to_go, timesteps):
+            return self(states, actions, rewards, returns_to_go, timesteps)[1][:, -1]
+
     return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel, IQLModel=IQLModel,
+                           DTStepModel=DTStepModel,
                            DiscreteACModel=DiscreteACModel, GaussianACModel=GaussianACModel,
                            PPOGaussianModel=PPOGaussianModel,
                            DeterministicACModel=DeterministicACModel, TwinCriticModel=TwinCriticModel,
@@ -233,3 +248,14 @@ def paper_vtrace(behaviour, target, discounts, rewards, values, bootstrap, clip_
     next_vs = np.concatenate([vs[1:], bootstrap[None]], 0)
     pg_rhos = rhos if clip_pg_rho is None else np.minimum(clip_pg_rho, rhos)
     return vs, pg_rhos * (rewards + discounts * next_vs - values)
+
+
+def dt_segments(rng, batch, length, obs_dim=DT_OBS_DIM, act_dim=ACT_DIM):
+    """DecisionTransformer segments as numpy: (states, actions, rewards, dones, rtg [B, K + 1, 1], timesteps,
+    attention_mask); the first segment is left-padded by two steps."""
+    mask = np.ones((batch, length), np.float32)
+    mask[0, :2] = 0
+    return (rng.normal(size=(batch, length, obs_dim)).astype(np.float32),
+            (rng.random((batch, length, act_dim)) - 0.5).astype(np.float32), np.zeros((batch, length, 1), np.float32),
+            np.zeros((batch, length), np.float32), rng.normal(size=(batch, length + 1, 1)).astype(np.float32),
+            np.tile(np.arange(length, dtype=np.int64), (batch, 1)), mask)

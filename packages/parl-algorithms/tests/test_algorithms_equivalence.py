@@ -9,7 +9,7 @@ implementations must ask in the same order with the same shapes, which is part o
 
 import numpy as np
 import pytest
-from algo_models import NUM_ACTIONS, OBS_DIM, a2c, models, ppo_batch, transition
+from algo_models import NUM_ACTIONS, OBS_DIM, a2c, dt_segments, models, ppo_batch, transition
 
 torch = pytest.importorskip("torch")
 paddle = pytest.importorskip("paddle")
@@ -124,13 +124,17 @@ CASES = {
             lambda rng: _transition(rng, False), 1e-3),
     "IQL": ("IQLModel", lambda M, m: M.algs.IQL(m, max_steps=2 * STEPS, lr=1e-3), lambda rng: _transition(rng, False),
             1e-3),
+    # weight_decay 0.5: AdamW's decoupled decay moves weights by lr * 0.5 * w per step, far above the tolerance
+    "DecisionTransformer": ("DTStepModel", lambda M, m: M.algs.DecisionTransformer(
+        m, learning_rate=1e-2, warmup_steps=2, weight_decay=0.5), lambda rng: dt_segments(rng, 4, 5), 1e-2),
     "CQL-lagrange-v2": ("SACModel", lambda M, m: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
                                                              **OFF),
                         lambda rng: _transition(rng, False), 1e-3),
 }
 
 
-SAME_RETURNS = {"A3C", "IMPALA", "IQL"}  # A3C: (total, pi, vf, entropy); IMPALA: (that, kl); IQL: (q, v, pi)
+# A3C: (total, pi, vf, entropy); IMPALA: (that, kl); IQL: (q, v, pi); DecisionTransformer: the loss
+SAME_RETURNS = {"A3C", "IMPALA", "IQL", "DecisionTransformer"}
 
 
 def _floats(out):

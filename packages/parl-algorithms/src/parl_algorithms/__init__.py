@@ -6,7 +6,7 @@
 ``parl_algorithms.torch.DQN`` and ``parl_algorithms.paddle.DQN`` pin a framework whatever the default.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``A3C``, ``IMPALA``, ``PPO``,
-``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer`` (the last on torch only).
+``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
 """
 
 from __future__ import annotations
