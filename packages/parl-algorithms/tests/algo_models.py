@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 OBS_DIM, NUM_ACTIONS, ACT_DIM = 4, 3, 2
+DT_OBS_DIM = 3
 BACKENDS = ("torch", "paddle")
 
 
@@ -153,7 +154,51 @@ def models(backend):
             mean, log_std = B.chunk2(self.actor(obs))
             return mean, B.clip(log_std, -5.0, 2.0)
 
-    return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel,
+    class IQLModel(B.Model):
+        """IQL: Gaussian policy (mean, log_std), twin critics ``qvalue``, a state value ``value``."""
+
+        def __init__(self):
+            super().__init__()
+            self.actor = mlp(OBS_DIM, 2 * ACT_DIM)
+            self.q1 = mlp(OBS_DIM + ACT_DIM, 1)
+            self.q2 = mlp(OBS_DIM + ACT_DIM, 1)
+            self.v = mlp(OBS_DIM, 1)
+
+        def policy(self, obs):
+            mean, log_std = B.chunk2(self.actor(obs))
+            return mean, B.clip(log_std, -5.0, 2.0)
+
+        def qvalue(self, obs, action):
+            x = B.cat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def value(self, obs):
+            return self.v(obs)
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+        def get_value_params(self):
+            return self.v.parameters()
+
+    class DTStepModel(B.Model):
+        """DecisionTransformer's model contract without the transformer: action = tanh(W s + v R), per step."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = B.nn.Linear(DT_OBS_DIM + 1, ACT_DIM)
+
+        def forward(self, states, actions, rewards, returns_to_go, timesteps, attention_mask=None):
+            return None, B.tanh(self.fc(B.cat([states, returns_to_go]))), None
+
+        def get_action(self, states, actions, rewards, returns_to_go, timesteps):
+            return self(states, actions, rewards, returns_to_go, timesteps)[1][:, -1]
+
+    return SimpleNamespace(ops=B, Agent=B.Agent, algs=B.algs, QModel=QModel, PGModel=PGModel, IQLModel=IQLModel,
+                           DTStepModel=DTStepModel,
                            DiscreteACModel=DiscreteACModel, GaussianACModel=GaussianACModel,
                            PPOGaussianModel=PPOGaussianModel,
                            DeterministicACModel=DeterministicACModel, TwinCriticModel=TwinCriticModel,
@@ -183,3 +228,34 @@ def a2c(M, model=None, lr=1e-2):
     if M.ops.name == "torch":
         return M.algs.A2C(model, {"vf_loss_coeff": 0.5, "learning_rate": lr})
     return M.algs.A2C(model, vf_loss_coeff=0.5, learning_rate=lr)
+
+
+def paper_vtrace(behaviour, target, discounts, rewards, values, bootstrap, clip_rho, clip_pg_rho):
+    """Eq. 1 as written: v_s = V(x_s) + sum_t (prod_{i<t} gamma_i c_i) rho_t delta_t, a double loop."""
+    T, B = values.shape
+    rhos = np.exp(target - behaviour)
+    clipped = rhos if clip_rho is None else np.minimum(clip_rho, rhos)
+    cs = np.minimum(1.0, rhos)
+    next_values = np.concatenate([values[1:], bootstrap[None]], 0)
+    vs = np.zeros((T, B))
+    for b in range(B):
+        for s in range(T):
+            total, weight = 0.0, 1.0
+            for t in range(s, T):
+                total += weight * clipped[t, b] * (rewards[t, b] + discounts[t, b] * next_values[t, b] - values[t, b])
+                weight *= discounts[t, b] * cs[t, b]
+            vs[s, b] = values[s, b] + total
+    next_vs = np.concatenate([vs[1:], bootstrap[None]], 0)
+    pg_rhos = rhos if clip_pg_rho is None else np.minimum(clip_pg_rho, rhos)
+    return vs, pg_rhos * (rewards + discounts * next_vs - values)
+
+
+def dt_segments(rng, batch, length, obs_dim=DT_OBS_DIM, act_dim=ACT_DIM):
+    """DecisionTransformer segments as numpy: (states, actions, rewards, dones, rtg [B, K + 1, 1], timesteps,
+    attention_mask); the first segment is left-padded by two steps."""
+    mask = np.ones((batch, length), np.float32)
+    mask[0, :2] = 0
+    return (rng.normal(size=(batch, length, obs_dim)).astype(np.float32),
+            (rng.random((batch, length, act_dim)) - 0.5).astype(np.float32), np.zeros((batch, length, 1), np.float32),
+            np.zeros((batch, length), np.float32), rng.normal(size=(batch, length + 1, 1)).astype(np.float32),
+            np.tile(np.arange(length, dtype=np.int64), (batch, 1)), mask)

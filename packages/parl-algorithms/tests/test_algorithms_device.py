@@ -151,8 +151,11 @@ class _HostCopies(TorchDispatchMode):
 
 # device -> host copies one learn() needs, and why: PARL's DQN / PPO return Python floats (one copy, PPO's three
 # losses stacked); discrete actions are range-checked (min and max in one copy); PPO's early stop on target_kl
-# is a host decision. Diagnostics (last_info) stay on the device until read.
-HOST_COPIES = {"DQN": 2, "DDQN": 2, "PPO-discrete": 2, "PPO-continuous": 1, "A2C": 1, "PolicyGradient": 1}
+# is a host decision; A3C / IMPALA take learning_rate and entropy_coeff as learn() arguments, tensors here (as
+# Agent.learn passes them), read on the host (two copies) besides the action range check. Diagnostics
+# (last_info) stay on the device until read.
+HOST_COPIES = {"DQN": 2, "DDQN": 2, "PPO-discrete": 2, "PPO-continuous": 1, "A2C": 1, "PolicyGradient": 1,
+               "A3C": 3, "IMPALA": 3}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

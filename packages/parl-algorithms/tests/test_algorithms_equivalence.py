@@ -9,7 +9,7 @@ implementations must ask in the same order with the same shapes, which is part o
 
 import numpy as np
 import pytest
-from algo_models import NUM_ACTIONS, OBS_DIM, a2c, models, ppo_batch, transition
+from algo_models import NUM_ACTIONS, OBS_DIM, a2c, dt_segments, models, ppo_batch, transition
 
 torch = pytest.importorskip("torch")
 paddle = pytest.importorskip("paddle")
@@ -68,6 +68,26 @@ def _ppo(rng, discrete):
     return ppo_batch(rng, discrete, B, logprob_shift=-1.5)
 
 
+def _a3c_batch(rng):
+    """(obs, actions, advantages, target_values, learning_rate, entropy_coeff)."""
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=B).astype(np.float32), rng.normal(size=B).astype(np.float32), 1e-2, -0.01)
+
+
+IMPALA_T = 4  # B = 16 rows: 4 unrolls of 4 steps, time-major
+
+
+def _impala_batch(rng):
+    """(obs, actions, behaviour_logits, rewards, dones, learning_rate, entropy_coeff)."""
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=(B, NUM_ACTIONS)).astype(np.float32), rng.normal(size=B).astype(np.float32),
+            rng.random(B) < 0.2, 1e-2, -0.01)
+
+
+def _impala(**kwargs):
+    return lambda M, m: M.algs.IMPALA(m, sample_batch_steps=IMPALA_T, gamma=0.9, **kwargs)
+
+
 OFF = dict(gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3)
 # name -> (model class name, build the algorithm, a learn batch from a numpy Generator, learning rate)
 CASES = {
@@ -94,10 +114,34 @@ CASES = {
                        lambda rng: _transition(rng, False), 1e-3),
     "CQL": ("SACModel", lambda M, m: M.algs.CQL(m, policy_eval_start=2, num_random=3, **OFF),
             lambda rng: _transition(rng, False), 1e-3),
+    "A3C": ("DiscreteACModel", lambda M, m: M.algs.A3C(m, vf_loss_coeff=0.5), _a3c_batch, 1e-2),
+    "A3C-mean-clipped": ("DiscreteACModel", lambda M, m: M.algs.A3C(m, vf_loss_coeff=0.5, reduction="mean",
+                                                                     max_grad_norm=0.1), _a3c_batch, 1e-2),
+    "IMPALA": ("DiscreteACModel", _impala(), _impala_batch, 1e-2),
+    "IMPALA-clipped-rho": ("DiscreteACModel", _impala(clip_rho_threshold=0.5, clip_pg_rho_threshold=2.0,
+                                                      max_grad_norm=0.5), _impala_batch, 1e-2),
+    "OAC": ("SACModel", lambda M, m: M.algs.OAC(m, alpha=0.2, beta=4.66, delta=23.53, **OFF),
+            lambda rng: _transition(rng, False), 1e-3),
+    "IQL": ("IQLModel", lambda M, m: M.algs.IQL(m, max_steps=2 * STEPS, lr=1e-3), lambda rng: _transition(rng, False),
+            1e-3),
+    # weight_decay 0.5: AdamW's decoupled decay moves weights by lr * 0.5 * w per step, far above the tolerance
+    "DecisionTransformer": ("DTStepModel", lambda M, m: M.algs.DecisionTransformer(
+        m, learning_rate=1e-2, warmup_steps=2, weight_decay=0.5), lambda rng: dt_segments(rng, 4, 5), 1e-2),
     "CQL-lagrange-v2": ("SACModel", lambda M, m: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
                                                              **OFF),
                         lambda rng: _transition(rng, False), 1e-3),
 }
+
+
+# A3C: (total, pi, vf, entropy); IMPALA: (that, kl); IQL: (q, v, pi); DecisionTransformer: the loss
+SAME_RETURNS = {"A3C", "IMPALA", "IQL", "DecisionTransformer"}
+
+
+def _floats(out):
+    """The numbers of a learn output, nested tuples flattened (IMPALA: ``((total, pi, vf, entropy), kl)``)."""
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _floats(item)]
+    return [float(out)]
 
 
 def _run(backend, name, model, monkeypatch):
@@ -111,8 +155,7 @@ def _run(backend, name, model, monkeypatch):
         rng = np.random.default_rng(0)
         losses = []
         for _ in range(STEPS):
-            out = agent.learn(*batch(rng))
-            losses.append([float(x) for x in (out if isinstance(out, tuple) else (out,))])
+            losses.append(_floats(agent.learn(*batch(rng))))
     return losses, agent.alg.get_all_weights(), getattr(alg, "alpha", None)
 
 
@@ -128,8 +171,10 @@ def test_paddle_update_equals_torch_update(name, monkeypatch):
     p_losses, p_weights, p_alpha = _run("paddle", name, paddle_model, monkeypatch)
 
     # PARL's returns differ per backend (paddle TD3: critic loss only; paddle CQL: 4 values): compare
-    # the critic / main loss, which both return first
+    # the critic / main loss, which both return first; every value where both return the same count
     np.testing.assert_allclose([x[0] for x in p_losses], [x[0] for x in t_losses], rtol=1e-4, atol=1e-5)
+    if name.split("-")[0] in SAME_RETURNS:
+        np.testing.assert_allclose(p_losses, t_losses, rtol=1e-4, atol=1e-5)
     assert set(p_weights) == set(t_weights)
     for key, t_model in t_weights.items():
         for param, t_value in t_model.items():
@@ -141,3 +186,21 @@ def test_paddle_update_equals_torch_update(name, monkeypatch):
         assert p_alpha == pytest.approx(t_alpha, rel=1e-5)
     moved = max(float(np.abs(t_weights["model"][k] - v).max()) for k, v in initial.items())
     assert moved > 10 * lr * 1e-2  # the runs moved the weights well beyond the tolerance: updates are compared
+
+
+def test_oac_exploration_action_paddle_equals_torch(monkeypatch):
+    T, P = models("torch"), models("paddle")
+    T.ops.seed(0)
+    torch_model, paddle_model = T.SACModel(), P.SACModel()
+    copy_torch_weights(torch_model, paddle_model)
+    obs = np.random.default_rng(0).normal(size=(B, OBS_DIM)).astype(np.float32)
+    actions = {}
+    for backend, model in (("torch", torch_model), ("paddle", paddle_model)):
+        M = models(backend)
+        alg = M.algs.OAC(model, alpha=0.2, beta=4.66, delta=23.53, **OFF)
+        with monkeypatch.context() as patch:
+            patch_noise(patch, backend, NoiseStream(3), alg)
+            actions[backend] = M.ops.numpy(alg.get_optimistic_exploration_action(obs))
+    greedy = np.tanh(T.ops.numpy(torch_model.policy(torch.as_tensor(obs))[0]))
+    assert np.abs(actions["torch"] - greedy).max() > 0.1  # the shift and the noise moved the action
+    np.testing.assert_allclose(actions["paddle"], actions["torch"], rtol=1e-5, atol=1e-5)

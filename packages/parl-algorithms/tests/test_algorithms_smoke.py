@@ -28,6 +28,17 @@ def _a2c(M):
     return a2c(M)
 
 
+def _a3c_batch(rng):
+    return (*_a2c_batch(rng), 1e-2, -0.01)  # + learning_rate, entropy_coeff
+
+
+def _impala_batch(rng):
+    """Two unrolls of B / 2 steps, time-major, + learning_rate, entropy_coeff."""
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=(B, NUM_ACTIONS)).astype(np.float32), rng.normal(size=B).astype(np.float32),
+            rng.random(B) < 0.2, 1e-2, -0.01)
+
+
 # name -> (build the algorithm from the backend's models namespace, a learn batch from a numpy Generator,
 # predict output shape)
 CASES = {
@@ -40,6 +51,8 @@ CASES = {
     "DDQN": (lambda M: M.algs.DDQN(M.QModel(), gamma=0.99, lr=1e-2, loss_type="huber"),
              lambda rng: _transition(rng, True), (B, NUM_ACTIONS)),
     "A2C": (_a2c, _a2c_batch, (B,)),
+    "A3C": (lambda M: M.algs.A3C(M.DiscreteACModel(), vf_loss_coeff=0.5), _a3c_batch, (B,)),
+    "IMPALA": (lambda M: M.algs.IMPALA(M.DiscreteACModel(), sample_batch_steps=B // 2), _impala_batch, (B,)),
     "PPO-discrete": (lambda M: M.algs.PPO(M.DiscreteACModel(), target_kl=None), lambda rng: _ppo_batch(rng, True),
                      (B,)),
     "PPO-continuous": (lambda M: M.algs.PPO(M.PPOGaussianModel(), continuous_action=True),
@@ -50,6 +63,11 @@ CASES = {
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
     "SAC": (lambda M: M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.05, alpha=0.2, actor_lr=1e-3, critic_lr=1e-3),
             lambda rng: _transition(rng, False), (B, ACT_DIM)),
+    "OAC": (lambda M: M.algs.OAC(M.SACModel(), gamma=0.99, tau=0.05, alpha=0.2, beta=4.66, delta=23.53,
+                                 actor_lr=1e-3, critic_lr=1e-3),
+            lambda rng: _transition(rng, False), (B, ACT_DIM)),
+    "IQL": (lambda M: M.algs.IQL(M.IQLModel(), max_steps=100, lr=1e-3), lambda rng: _transition(rng, False),
+            (B, ACT_DIM)),
     "SAC-auto-alpha": (lambda M: M.algs.SAC(M.SACModel(), gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3,
                                             with_automatic_entropy_tuning=True),
                        lambda rng: _transition(rng, False), (B, ACT_DIM)),
@@ -63,8 +81,10 @@ CASES = {
 
 
 def _scalars(out):
-    items = out if isinstance(out, tuple) else (out,)
-    return [float(x) for x in items]
+    """The numbers of a learn output, nested tuples flattened (IMPALA: ``((total, pi, vf, entropy), kl)``)."""
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _scalars(item)]
+    return [float(out)]
 
 
 def _flat_weights(agent):

@@ -110,6 +110,29 @@ def test_agent_converts_numpy_in_and_out(backend):
     assert isinstance(loss, float) and loss > 0
 
 
+def test_agent_returns_a_named_tuple_of_tensors_as_a_tuple_of_numbers(backend):
+    """IMPALA's learn returns ``(VTraceLoss(...), kl)``: a named tuple of 0-d tensors inside a tuple."""
+    from typing import NamedTuple
+
+    class Losses(NamedTuple):
+        a: object
+        b: object
+
+    agent = make_agent(backend)
+    learn = agent.alg.learn
+
+    def named_learn(*args):
+        loss = learn(*args)
+        return Losses(loss, loss * 2.0), [loss]
+
+    agent.alg.learn = named_learn
+    out = agent.learn(*batch(0))
+    assert type(out) is tuple and type(out[0]) is tuple and type(out[1]) is list
+    (a, b), (c,) = out
+    assert all(isinstance(x, float) for x in (a, b, c))
+    assert a > 0 and b == pytest.approx(2.0 * a) and c == a
+
+
 def test_agent_predict_runs_without_grad(backend):
     agent = make_agent(backend)
     seen = {}

@@ -5,8 +5,8 @@
 ``PARL_BACKEND`` environment variable, else the installed framework, paddle when both are, as PARL);
 ``parl_algorithms.torch.DQN`` and ``parl_algorithms.paddle.DQN`` pin a framework whatever the default.
 
-Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``PPO``, ``DDPG``, ``TD3``,
-``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
+Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``A3C``, ``IMPALA``, ``PPO``,
+``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_model_method", "as_float_tensor", "positive", "unit_interval", "mlp_sizes", "mlp_activation"]
+__all__ = ["check_model_method", "as_float_tensor", "positive", "nonnegative", "unit_interval", "mlp_sizes",
+           "mlp_activation"]
 
 MLP_ACTIVATIONS = ("relu", "tanh")
 
@@ -66,6 +67,13 @@ def positive(value: Any, name: str, algo: str, example: str) -> float:
     """Return ``float(value)`` or raise ``ValueError`` when it is missing or not > 0."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{algo} needs {name} > 0, got {name}={value!r}; e.g. {algo}(model, {name}={example})")
+    return float(value)
+
+
+def nonnegative(value: Any, name: str, algo: str, example: str) -> float:
+    """Return ``float(value)`` or raise ``ValueError`` when it is missing or negative."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{algo} needs {name} >= 0, got {name}={value!r}; e.g. {algo}(model, {name}={example})")
     return float(value)
 
 

@@ -14,7 +14,7 @@ from parl_core.paddle.algorithm import optimizer_parameters
 
 __all__ = ["positive", "unit_interval", "as_float", "obs_batch", "column", "discrete_actions",
            "continuous_actions", "two_q", "flat_q", "adam", "set_lr", "readable_shape_errors",
-           "optimizer_parameters"]
+           "optimizer_parameters", "grad_norm", "step", "accepts_single_obs"]
 
 
 def as_float(value: Any, name: str) -> paddle.Tensor:
@@ -38,6 +38,21 @@ def obs_batch(obs: Any, algo: str) -> paddle.Tensor:
         raise ValueError(f"{algo}: obs must be a batch [B, *obs_shape], got shape {tuple(obs.shape)}; "
                          "add a batch axis with obs[None] / np.expand_dims(obs, 0)")
     return obs
+
+
+def accepts_single_obs(method: Callable) -> Callable:
+    """Let ``method(obs, ...)`` take one unbatched vector observation ``[obs_dim]``, as PARL's algorithms do
+    (the torch helper of the same name): it runs as a batch of one and the batch axis is removed from the
+    result (``[act_dim]`` instead of ``[1, act_dim]``). Batched input is unchanged."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, obs: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(obs, "ndim", None) != 1:
+            return method(self, obs, *args, **kwargs)
+        out = method(self, as_float(obs, "obs").unsqueeze(0), *args, **kwargs)
+        return tuple(x.squeeze(0) for x in out) if isinstance(out, tuple) else out.squeeze(0)
+
+    return wrapper
 
 
 def _tensor(value: Any) -> paddle.Tensor:
@@ -132,6 +147,13 @@ def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None 
 def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
     """Set a (float) learning rate for the next steps."""
     optimizer.set_lr(float(lr))
+
+
+def grad_norm(optimizer: paddle.optimizer.Optimizer) -> paddle.Tensor:
+    """The global L2 norm of the gradients of ``optimizer``'s parameters (before its clip), a float32 0-d tensor
+    (0 when no parameter has a gradient)."""
+    squares = [paddle.sum(paddle.square(p.grad)) for p in optimizer_parameters(optimizer) if p.grad is not None]
+    return paddle.sqrt(paddle.add_n(squares)) if squares else paddle.zeros([], dtype="float32")
 
 
 def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor) -> None:

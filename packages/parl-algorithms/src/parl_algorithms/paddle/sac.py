@@ -9,7 +9,15 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_algorithms.paddle import functional
-from parl_algorithms.paddle._common import adam, obs_batch, positive, readable_shape_errors, step, two_q
+from parl_algorithms.paddle._common import (
+    accepts_single_obs,
+    adam,
+    obs_batch,
+    positive,
+    readable_shape_errors,
+    step,
+    two_q,
+)
 from parl_algorithms.paddle._off_policy import OffPolicyActorCritic
 from parl_core.paddle import Model
 
@@ -63,9 +71,11 @@ class SAC(OffPolicyActorCritic):
             lr = self.actor_lr if alpha_lr is None else positive(alpha_lr, "alpha_lr", name, "3e-4")
             self.alpha_optimizer = adam([self.log_alpha], lr=lr)
 
+    @accepts_single_obs
     @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]``."""
+        """Deterministic action ``tanh(mean)``: float32 ``[B, act_dim]`` for obs ``[B, *obs_shape]`` (``[act_dim]``
+        for one observation ``[obs_dim]``, as the torch SAC and PARL)."""
         mean, _ = self._policy(obs_batch(obs, type(self).__name__))
         return paddle.tanh(mean)
 

@@ -9,6 +9,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from parl_algorithms._checks import a3c_hyperparameters, a3c_logits, a3c_value
+from parl_algorithms._checks import number as _number
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
@@ -26,18 +28,6 @@ from parl_core.torch import Algorithm, Model
 from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["A3C"]
-
-
-def _number(value: Any, name: str, example: str) -> float:
-    """``float(value)`` of a Python / numpy number or a 0-d tensor (``Agent.learn`` passes tensors)."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    try:
-        if isinstance(value, (bool, str, bytes)) or value is None:
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"A3C.learn: {name} must be a number, got {value!r}; e.g. {name}={example}") from None
 
 
 class A3C(LazyInfo, Algorithm):
@@ -75,35 +65,19 @@ class A3C(LazyInfo, Algorithm):
         super().__init__(model, device=device)
         check_model_method(model, "policy", "A3C")
         check_model_method(model, "value", "A3C")
-        if vf_loss_coeff is None or isinstance(vf_loss_coeff, bool) or not isinstance(vf_loss_coeff, (int, float)) \
-                or not vf_loss_coeff >= 0:
-            raise ValueError(f"A3C needs vf_loss_coeff >= 0, got vf_loss_coeff={vf_loss_coeff!r}; "
-                             "e.g. A3C(model, vf_loss_coeff=0.5)")
-        self.vf_loss_coeff = float(vf_loss_coeff)
-        self.max_grad_norm = None if max_grad_norm is None else positive(max_grad_norm, "max_grad_norm", "A3C", "40")
-        if reduction not in ("sum", "mean"):
-            raise ValueError(f"A3C: reduction must be 'sum' (PARL) or 'mean', got {reduction!r}")
-        self.reduction = reduction
+        checked = a3c_hyperparameters(vf_loss_coeff, max_grad_norm, reduction)
+        self.vf_loss_coeff: float = checked["vf_loss_coeff"]
+        self.max_grad_norm: float | None = checked["max_grad_norm"]
+        self.reduction: str = checked["reduction"]
         # the learning rate is an argument of every learn() call (PARL's schedule lives in the caller)
         self.optimizer = adam(self.model.parameters(), lr=1e-3)
         self.last_info: dict[str, float] = {}
 
     def _check_logits(self, logits: Any, obs: torch.Tensor) -> torch.Tensor:
-        if isinstance(logits, (tuple, list)) or getattr(logits, "ndim", 0) != 2 or logits.shape[0] != obs.shape[0]:
-            got = f"a {type(logits).__name__}" if isinstance(logits, (tuple, list)) else \
-                f"shape {tuple(getattr(logits, 'shape', ()))}"
-            raise ValueError(f"A3C needs model.policy(obs) to return logits float32 [B, num_actions], got {got}; "
-                             "A3C is for Discrete action spaces (for a continuous Box space use "
-                             "PPO(continuous_action=True), SAC or TD3)")
-        return logits
+        return a3c_logits(logits, obs.shape[0])
 
     def _check_value(self, value: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
-        if value.ndim == 2 and value.shape[1] == 1:
-            value = value.squeeze(1)
-        if value.ndim != 1 or value.shape[0] != obs.shape[0]:
-            raise ValueError(f"A3C needs model.value(obs) to return float32 [B] or [B, 1], got shape "
-                             f"{tuple(value.shape)} for B={obs.shape[0]}")
-        return value
+        return a3c_value(value, obs.shape[0])
 
     def _policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         fused = getattr(self.model, "policy_and_value", None)

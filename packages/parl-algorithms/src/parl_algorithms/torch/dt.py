@@ -8,21 +8,13 @@ from typing import Any
 
 import torch
 
+from parl_algorithms._checks import dt_hyperparameters, dt_segments
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.torch._common import clip_grad_norm, positive
+from parl_algorithms.torch._common import clip_grad_norm
 from parl_core.torch import Algorithm, Model
 from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["DecisionTransformer"]
-
-
-def _check(tensor: Any, name: str, shape: str, rank: int, batch: int | None, length: int | None) -> torch.Tensor:
-    if not isinstance(tensor, torch.Tensor) or tensor.ndim != rank or (batch is not None and tensor.shape[0] != batch) \
-            or (length is not None and tensor.shape[1] != length):
-        got = tuple(tensor.shape) if hasattr(tensor, "shape") else type(tensor).__name__
-        raise ValueError(f"DecisionTransformer.learn: {name} must be a tensor {shape}, got {got}; batch segments as "
-                         "[B, K, ...] with K the context length")
-    return tensor
 
 
 class DecisionTransformer(Algorithm):
@@ -56,17 +48,11 @@ class DecisionTransformer(Algorithm):
         super().__init__(model, device=device)
         check_model_method(model, "forward", "DecisionTransformer")
         check_model_method(model, "get_action", "DecisionTransformer")
-        self.learning_rate = positive(learning_rate, "learning_rate", "DecisionTransformer", "1e-4")
-        if warmup_steps is None or isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) \
-                or warmup_steps < 1:
-            raise ValueError(f"DecisionTransformer needs warmup_steps >= 1, got {warmup_steps!r}; e.g. "
-                             "DecisionTransformer(model, warmup_steps=10_000)")
-        if weight_decay is None or isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) \
-                or weight_decay < 0:
-            raise ValueError(f"DecisionTransformer needs weight_decay >= 0, got {weight_decay!r}; e.g. "
-                             "DecisionTransformer(model, weight_decay=1e-4)")
-        self.warmup_steps, self.weight_decay = warmup_steps, float(weight_decay)
-        self.max_grad_norm = positive(max_grad_norm, "max_grad_norm", "DecisionTransformer", "0.25")
+        checked = dt_hyperparameters(learning_rate, warmup_steps, weight_decay, max_grad_norm)
+        self.learning_rate: float = checked["learning_rate"]
+        self.warmup_steps: int = checked["warmup_steps"]
+        self.weight_decay: float = checked["weight_decay"]
+        self.max_grad_norm: float = checked["max_grad_norm"]
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
                                                            lambda step: min((step + 1) / self.warmup_steps, 1.0))
@@ -98,14 +84,7 @@ class DecisionTransformer(Algorithm):
         Raises:
             ValueError: a tensor's shape does not fit, or the mask selects no step.
         """
-        batch, length = _check(states, "states", "[B, K, obs_dim]", 3, None, None).shape[:2]
-        _check(actions, "actions", "[B, K, act_dim]", 3, batch, length)
-        _check(attention_mask, "attention_mask", "[B, K]", 2, batch, length)
-        _check(timesteps, "timesteps", "[B, K]", 2, batch, length)
-        rtg = _check(rtg, "rtg", "[B, K + 1, 1]", 3, batch, None)
-        if rtg.shape[1] not in (length, length + 1):
-            raise ValueError(f"DecisionTransformer.learn: rtg must have K or K + 1 = {length + 1} steps, got "
-                             f"{rtg.shape[1]}")
+        _, length = dt_segments(torch.Tensor, states, actions, rtg, timesteps, attention_mask)
         _, action_preds, _ = self.model(states, actions, rewards, rtg[:, :length], timesteps,
                                         attention_mask=attention_mask)
         real = attention_mask.reshape(-1) > 0

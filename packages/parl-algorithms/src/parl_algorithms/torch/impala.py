@@ -3,11 +3,13 @@ Actor-Learner Architectures") with PARL's ``IMPALA`` API: an actor-critic loss o
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from parl_algorithms._checks import CONTINUOUS_HINT as _CONTINUOUS_HINT
+from parl_algorithms._checks import VTraceLoss, check_unroll_batch, impala_hyperparameters
 from parl_algorithms._validation import as_float_tensor, check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
@@ -20,32 +22,12 @@ from parl_algorithms.torch._common import (
     optimizer_params,
     positive,
     readable_shape_errors,
-    unit_interval,
 )
 from parl_algorithms.vtrace import from_importance_weights
 from parl_core.torch import Algorithm, Model
 from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["IMPALA", "VTraceLoss"]
-
-_CONTINUOUS_HINT = ("IMPALA supports Discrete action spaces only (its V-trace ratios are of categorical "
-                    "policies); for a continuous (Box) action space use PPO(continuous_action=True), SAC or TD3")
-
-
-class VTraceLoss(NamedTuple):
-    """The losses of one :meth:`IMPALA.learn` call (scalar tensors; PARL's ``VTraceLoss`` fields).
-
-    Attributes:
-        total_loss: ``pi_loss + vf_loss_coeff * vf_loss + entropy_coeff * entropy``.
-        pi_loss: ``-sum(log pi(a_s|x_s) * pg_advantages)``.
-        vf_loss: ``0.5 * sum((V(x_s) - v_s)^2)``.
-        entropy: ``sum(H(pi(.|x_s)))``.
-    """
-
-    total_loss: torch.Tensor
-    pi_loss: torch.Tensor
-    vf_loss: torch.Tensor
-    entropy: torch.Tensor
 
 
 class IMPALA(LazyInfo, Algorithm):
@@ -83,22 +65,14 @@ class IMPALA(LazyInfo, Algorithm):
         super().__init__(model, device=device)
         check_model_method(model, "policy", "IMPALA")
         check_model_method(model, "value", "IMPALA")
-        if isinstance(sample_batch_steps, bool) or not isinstance(sample_batch_steps, int) or sample_batch_steps < 2:
-            raise ValueError(f"IMPALA needs sample_batch_steps, the unroll length T (an int >= 2: the last step of "
-                             f"each unroll only bootstraps), got {sample_batch_steps!r}; e.g. "
-                             "IMPALA(model, sample_batch_steps=50)")
-        self.sample_batch_steps = sample_batch_steps
-        self.gamma = unit_interval(0.99 if gamma is None else gamma, "gamma", "IMPALA", "0.99")
-        vf = 0.5 if vf_loss_coeff is None else vf_loss_coeff
-        if isinstance(vf, bool) or not isinstance(vf, (int, float)) or vf < 0:
-            raise ValueError(f"IMPALA needs vf_loss_coeff >= 0, got {vf!r}; e.g. IMPALA(model, vf_loss_coeff=0.5)")
-        self.vf_loss_coeff = float(vf)
-        self.clip_rho_threshold = positive(1.0 if clip_rho_threshold is None else clip_rho_threshold,
-                                           "clip_rho_threshold", "IMPALA", "1.0")
-        self.clip_pg_rho_threshold = positive(1.0 if clip_pg_rho_threshold is None else clip_pg_rho_threshold,
-                                              "clip_pg_rho_threshold", "IMPALA", "1.0")
-        self.max_grad_norm = None if max_grad_norm is None else positive(max_grad_norm, "max_grad_norm", "IMPALA",
-                                                                         "40.0")
+        checked = impala_hyperparameters(sample_batch_steps, gamma, vf_loss_coeff, clip_rho_threshold,
+                                         clip_pg_rho_threshold, max_grad_norm)
+        self.sample_batch_steps: int = checked["sample_batch_steps"]
+        self.gamma: float = checked["gamma"]
+        self.vf_loss_coeff: float = checked["vf_loss_coeff"]
+        self.clip_rho_threshold: float = checked["clip_rho_threshold"]
+        self.clip_pg_rho_threshold: float = checked["clip_pg_rho_threshold"]
+        self.max_grad_norm: float | None = checked["max_grad_norm"]
         self.optimizer = adam(self.model.parameters(), lr=positive(learning_rate, "learning_rate", "IMPALA", "0.001"))
         self.last_info: dict[str, float] = {}
 
@@ -164,10 +138,7 @@ class IMPALA(LazyInfo, Algorithm):
         """
         obs = obs_batch(obs, "IMPALA")
         batch, T = obs.shape[0], self.sample_batch_steps
-        if batch % T:
-            raise ValueError(f"IMPALA.learn: the batch B={batch} must be a whole number of unrolls of "
-                             f"sample_batch_steps={T} steps (B = T x E, time-major); send whole unrolls or build "
-                             "IMPALA with the actors' unroll length")
+        check_unroll_batch(batch, T)
         behaviour_logits = as_float_tensor(behaviour_logits, "behaviour_logits")
         rewards = column(as_float_tensor(rewards, "rewards"), "rewards", batch, "IMPALA")
         dones = column(as_float_tensor(dones, "dones"), "dones", batch, "IMPALA")

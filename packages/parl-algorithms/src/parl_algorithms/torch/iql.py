@@ -8,6 +8,7 @@ import copy
 import torch
 import torch.nn.functional as F
 
+from parl_algorithms._checks import iql_hyperparameters
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.torch import functional
 from parl_algorithms.torch._common import (
@@ -18,10 +19,8 @@ from parl_algorithms.torch._common import (
     continuous_actions,
     flat_q,
     obs_batch,
-    positive,
     readable_shape_errors,
     two_q,
-    unit_interval,
 )
 from parl_core.torch import Algorithm, Model
 from parl_core.torch.device import DeviceLike, on_device
@@ -86,17 +85,9 @@ class IQL(LazyInfo, Algorithm):
         super().__init__(model, device=device)
         for method in ("value", "policy", "qvalue", "get_actor_params", "get_critic_params", "get_value_params"):
             check_model_method(model, method, "IQL")
-        if max_steps is None or isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"IQL needs max_steps >= 1 (the number of learn() calls), got {max_steps!r}; "
-                             "e.g. IQL(model, max_steps=1_000_000)")
-        if not 0.0 < tau < 1.0:
-            raise ValueError(f"IQL needs the expectile tau in (0, 1), got {tau!r}; e.g. IQL(model, tau=0.7)")
-        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
-            raise ValueError(f"IQL needs beta >= 0, got {beta!r}; e.g. IQL(model, beta=3.0)")
-        self.max_steps, self.tau, self.beta = max_steps, float(tau), float(beta)
-        self.lr = positive(lr, "lr", "IQL", "3e-4")
-        self.discount = unit_interval(discount, "discount", "IQL", "0.99")
-        self.alpha = unit_interval(alpha, "alpha", "IQL", "0.005")
+        checked = iql_hyperparameters(max_steps, tau, beta, lr, discount, alpha)
+        self.max_steps, self.tau, self.beta = checked["max_steps"], checked["tau"], checked["beta"]
+        self.lr, self.discount, self.alpha = checked["lr"], checked["discount"], checked["alpha"]
         self.q_target = copy.deepcopy(model)
         for param in self.q_target.parameters():
             param.requires_grad_(False)
@@ -119,7 +110,8 @@ class IQL(LazyInfo, Algorithm):
         mean, log_std = out[0], out[1].expand_as(out[0])
         if action is None:
             return None, mean
-        return torch.distributions.Normal(mean, log_std.exp()).log_prob(action).sum(-1), mean
+        # the closed form, not torch.distributions.Normal: its argument validation costs 3 device syncs per step
+        return functional.gaussian_log_prob_entropy(mean, log_std, action)[0], mean
 
     @accepts_single_obs
     @on_device

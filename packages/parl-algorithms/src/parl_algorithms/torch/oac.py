@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from parl_algorithms._validation import nonnegative
 from parl_algorithms.torch._common import (
     accepts_single_obs,
     obs_batch,
@@ -58,9 +59,7 @@ class OAC(SAC):
                  actor_lr: float | None = None, critic_lr: float | None = None, *, device: DeviceLike = None,
                  **sac_kwargs) -> None:
         super().__init__(model, gamma, tau, alpha, actor_lr, critic_lr, device=device, **sac_kwargs)
-        if beta is None or isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
-            raise ValueError(f"OAC needs beta >= 0, got beta={beta!r}; e.g. OAC(model, beta=4.66)")
-        self.beta = float(beta)
+        self.beta = nonnegative(beta, "beta", "OAC", "4.66")
         self.delta = positive(delta, "delta", "OAC", "23.53")
 
     @accepts_single_obs

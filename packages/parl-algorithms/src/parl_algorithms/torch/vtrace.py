@@ -8,39 +8,21 @@ from typing import Any
 import torch
 
 from parl_algorithms._validation import as_float_tensor
-from parl_algorithms.vtrace import VTraceReturns
+from parl_algorithms.vtrace import TB_NAMES, VTraceReturns, check_shapes, check_threshold
 
 __all__ = ["VTraceReturns", "from_importance_weights"]
-
-_TB_NAMES = ("behaviour_actions_log_probs", "target_actions_log_probs", "discounts", "rewards", "values")
-
-
-def _threshold(value: float | None, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"vtrace: {name} must be a number > 0 (1.0 in the paper) or None for no clipping, "
-                         f"got {value!r}")
-    return float(value)
 
 
 def from_importance_weights(behaviour_actions_log_probs: Any, target_actions_log_probs: Any, discounts: Any,
                             rewards: Any, values: Any, bootstrap_value: Any, clip_rho_threshold: float | None = 1.0,
                             clip_pg_rho_threshold: float | None = 1.0) -> VTraceReturns:
     """See :func:`parl_algorithms.vtrace.from_importance_weights` (same arguments, same result)."""
-    clip_rho = _threshold(clip_rho_threshold, "clip_rho_threshold")
-    clip_pg_rho = _threshold(clip_pg_rho_threshold, "clip_pg_rho_threshold")
+    clip_rho = check_threshold(clip_rho_threshold, "clip_rho_threshold")
+    clip_pg_rho = check_threshold(clip_pg_rho_threshold, "clip_pg_rho_threshold")
     inputs = (behaviour_actions_log_probs, target_actions_log_probs, discounts, rewards, values)
-    tensors = [as_float_tensor(value, name) for value, name in zip(inputs, _TB_NAMES, strict=True)]
+    tensors = [as_float_tensor(value, name) for value, name in zip(inputs, TB_NAMES, strict=True)]
     bootstrap_value = as_float_tensor(bootstrap_value, "bootstrap_value")
-    shapes = {name: tuple(t.shape) for name, t in zip(_TB_NAMES, tensors, strict=True)}
-    first = shapes[_TB_NAMES[0]]
-    if len(first) != 2 or any(shape != first for shape in shapes.values()):
-        raise ValueError(f"vtrace: {', '.join(_TB_NAMES)} must all have the same time-major shape [T, B], got "
-                         f"{shapes}; reshape a flat batch of T x B steps with x.reshape(T, B)")
-    if tuple(bootstrap_value.shape) != first[1:]:
-        raise ValueError(f"vtrace: bootstrap_value must have shape [B]={list(first[1:])} (the value after the last "
-                         f"step of each of the B sequences), got {list(bootstrap_value.shape)}")
+    check_shapes(tensors, bootstrap_value)
     behaviour_log_probs, target_log_probs, discounts, rewards, values = tensors
     with torch.no_grad():
         rhos = torch.exp(target_log_probs - behaviour_log_probs)

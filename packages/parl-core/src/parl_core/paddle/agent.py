@@ -36,8 +36,10 @@ def _to_numpy(value: Any) -> Any:
     if isinstance(value, paddle.Tensor):
         array = value.detach().numpy()
         return array.item() if array.ndim == 0 else array
-    if isinstance(value, (tuple, list)):
-        return type(value)(_to_numpy(v) for v in value)
+    if isinstance(value, tuple):  # a named tuple (IMPALA's VTraceLoss) becomes a plain one, as on torch
+        return tuple(_to_numpy(v) for v in value)
+    if isinstance(value, list):
+        return [_to_numpy(v) for v in value]
     if isinstance(value, dict):
         return {k: _to_numpy(v) for k, v in value.items()}
     return value
