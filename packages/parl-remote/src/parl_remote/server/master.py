@@ -26,7 +26,7 @@ from parl_remote import __version__, config
 from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
 from parl_remote.server.scheduling import Scheduling
 from parl_remote.transport import zmq_io
-from parl_remote.wire import protocol
+from parl_remote.wire import protocol, shm
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ class Master(Scheduling):
         self.dead_actors: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self.pending_logs: dict[int, tuple[bytes, int]] = {}  # forwarded req id -> (requester, its req id)
         self.next_forward_id = 1
+        self.next_shm_sweep = 0.0  # time.monotonic() of the next sweep of dead processes' /dev/shm files
+        self.worker_lost_at = -1e9  # time.monotonic() when a worker was last dropped (sweeps follow it closely)
         self.running = True
         self.sender = b""  # the routing identity of the message being handled (what _reply answers)
         self.handlers = {
@@ -286,6 +288,7 @@ class Master(Scheduling):
             if now - info.last_seen > worker_timeout:
                 logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
                 del self.workers[wid]
+                self.next_shm_sweep, self.worker_lost_at = 0.0, now  # its jobs die with it: sweep their files
                 for actor_id in list(info.busy):
                     self._end_actor(
                         actor_id, f"its worker {wid} on {info.host} was lost (no heartbeat for {worker_timeout:.1f} s)"
@@ -297,6 +300,13 @@ class Master(Scheduling):
                 self._drop_client(cid, f"its client {cid} was lost (no heartbeat for {client_timeout:.0f} s)")
         if len(self.pending_logs) > 1000:
             self.pending_logs.clear()
+        if now >= self.next_shm_sweep:  # files of a killed worker's jobs, when no worker of this host sweeps
+            # every second for 10 s after a worker was lost (its jobs may take a moment to die and be reaped)
+            soon = now - self.worker_lost_at < 10.0
+            self.next_shm_sweep = now + (1.0 if soon else config.get("SHM_SWEEP_S"))
+            removed = shm.sweep()
+            if removed:
+                logger.info("removed %d /dev/shm files of ended processes", removed)
 
     def run(self) -> None:
         """Serves until SIGTERM / SIGINT."""

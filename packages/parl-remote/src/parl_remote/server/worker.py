@@ -68,7 +68,7 @@ class Worker(JobPool):
         self.last_master_reply = time.monotonic()
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
-        self.next_sweep = 0.0
+        self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
         self.ended_logs = 0
         self.running = True
         self.refused: str | None = None  # the master's refusal (a wrong token, another protocol version)
@@ -262,7 +262,7 @@ class Worker(JobPool):
             self._check_jobs()
             now = time.monotonic()
             if now >= self.next_sweep or self.ended_logs >= 50:
-                self.next_sweep = now + 10.0
+                self.next_sweep = now + config.get("SHM_SWEEP_S")
                 self.ended_logs = 0
                 shm.sweep()
                 self._prune_logs()
