@@ -9,6 +9,7 @@ after a master restart), asks it for a job per actor, and then talks to each act
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import pickle
@@ -175,7 +176,10 @@ class Client:
             "forward_output": forward,
             "host_id": shm.host_id() if shm.available() else "",
         }
-        for attempt in range(3):
+        # A granted job can be dead before it answers (killed while idle, before its worker told the master): such
+        # a grant is dropped and another job asked for, until the resource wait ends (an actor never gets it).
+        deadline = time.monotonic() + self.resource_wait_s
+        for attempt in itertools.count():
             grant = acquire(self, cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
             actor = ActorConnection(self.ctx, self.signer, self.death_cause, grant, cls.__name__, forward)
             try:
@@ -196,9 +200,11 @@ class Client:
                 break
             except ActorDiedError:
                 actor.close()
-                if actor.ever_connected or attempt == 2:
+                if (actor.ever_connected and not self._never_assigned(grant["actor_id"])) or \
+                        time.monotonic() >= deadline:
                     raise
-                logger.info("the job granted for %s was gone before it answered; asking for another", cls.__name__)
+                logger.info("the job granted for %s was gone before it answered (try %d); asking for another",
+                            cls.__name__, attempt + 1)
             except BaseException:
                 actor.close()
                 raise
@@ -213,6 +219,18 @@ class Client:
                 self.reactor = Reactor()
                 self.reactor.start()
             return self.reactor
+
+    def _never_assigned(self, actor_id: str) -> bool:
+        """True when the master says the actor's job had ended before it was assigned (no user code ran there).
+
+        A job killed while idle can still accept a connection for a moment, so ``ever_connected`` alone does not
+        prove that it received ``__init__``; its worker's report does.
+        """
+        try:
+            kind, info = self.master.request(MsgType.ACTOR_INFO, {"actor_id": actor_id}, timeout_s=0.5)
+        except RemoteError:
+            return False
+        return kind is MsgType.REPLY and bool(info) and bool(info.get("never_assigned"))
 
     def death_cause(self, actor_id: str, wait_s: float = 1.0) -> str | None:
         """Asks the master why an actor ended, for up to ``wait_s`` (None if unknown or no answer)."""

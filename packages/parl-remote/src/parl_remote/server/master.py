@@ -160,6 +160,8 @@ class Master(Scheduling):
             info.busy.discard(body.get("actor_id"))
         if body.get("actor_id"):
             self._end_actor(body["actor_id"], body["cause"])
+            if body.get("never_assigned") and body["actor_id"] in self.dead_actors:  # ACTOR_INFO tells the client
+                self.dead_actors[body["actor_id"]]["never_assigned"] = True
 
     def on_actor_failed_call(self, msg: Message) -> None:
         body = msg.body()
