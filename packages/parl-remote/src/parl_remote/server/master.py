@@ -327,7 +327,11 @@ class Master(Scheduling):
             if time.monotonic() >= next_expire:
                 next_expire = time.monotonic() + poll_ms / 1000
                 self._expire()
-        self.sock.close(linger=0)
+        # a stop (xparl stop, SIGTERM), not a crash: the workers, on other machines too, exit as PARL documents
+        # (a master killed otherwise sends nothing, so that its workers rejoin it when it is restarted)
+        for worker in self.workers.values():
+            self._send(worker.identity, MsgType.MASTER_STOPPED, {"address": self.address})
+        self.sock.close(linger=1000 if self.workers else 0)
         self.ctx.term()
 
     def _handle_one(self) -> None:

@@ -72,6 +72,7 @@ class Worker(JobPool):
         self.ended_logs = 0
         self.running = True
         self.refused: str | None = None  # the master's refusal (a wrong token, another protocol version)
+        self.master_stopped = False  # the master said it was stopped (MASTER_STOPPED)
         self.ignored_notices = 0  # unsigned notices received on the job port (never acted upon)
         self.zygote: subprocess.Popen | None = None
         self.zygote_buf = b""
@@ -81,6 +82,7 @@ class Worker(JobPool):
             MsgType.ASSIGN_JOB: self.on_assign,
             MsgType.KILL_JOB: self.on_kill,
             MsgType.READ_LOG: self.on_read_log,
+            MsgType.MASTER_STOPPED: self.on_master_stopped,
         }
         self.job_handlers = {
             MsgType.JOB_READY: self.on_job_ready,
@@ -181,6 +183,14 @@ class Worker(JobPool):
                 job.base_rss_mb = 0.0
         job.gpus = list(body.get("gpus") or [])
         job.started_at = time.time()
+
+    def on_master_stopped(self, msg: Message) -> None:
+        """The master was stopped (``xparl stop``), signed on its own socket: stop with the jobs, as PARL's
+        workers do (a master that crashed sends nothing, and is rejoined when it is restarted)."""
+        logger.warning("the master at %s was stopped (xparl stop): this worker stops with its jobs; add it again "
+                       "with `xparl connect --address %s` once a master runs", self.master_address, self.master_address)
+        self.master_stopped = True
+        self.running = False
 
     def on_kill(self, msg: Message) -> None:
         body = msg.body()
@@ -375,6 +385,9 @@ def main(argv: list[str] | None = None) -> None:
     worker.run()
     if worker.refused is not None:  # a wrong token or another protocol version: not a clean stop
         sys.exit(f"xparl worker: the master at {args.address} refused this worker: {worker.refused}")
+    if worker.master_stopped:
+        print(f"xparl worker: the master at {args.address} was stopped (xparl stop); this worker exits",
+              file=sys.stderr)
 
 
 def _exit_with_parent(worker: Worker, parent_pid: int) -> None:

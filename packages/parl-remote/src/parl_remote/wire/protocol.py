@@ -70,6 +70,7 @@ class MsgType(enum.IntEnum):
     ASSIGN_JOB = 20  # dict(job_id, actor_id, client_id, class_name, max_memory_mb)
     KILL_JOB = 21  # dict(job_id, cause)
     READ_LOG = 22  # dict(actor_id, offset, max_bytes) -> REPLY (bytes, next_offset)
+    MASTER_STOPPED = 23  # dict(address): the master was stopped (SIGTERM: xparl stop); its workers exit, as PARL's
 
     # client -> master
     CLIENT_REGISTER = 30  # dict(client_id, host, pid, script, started_at, python, actors)
