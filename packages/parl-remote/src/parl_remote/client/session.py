@@ -176,6 +176,16 @@ class Client:
             "forward_output": forward,
             "host_id": shm.host_id() if shm.available() else "",
         }
+        proof = shm.write_proof()  # the job reads its nonce if it shares this /dev/shm
+        init_body["shm_proof"] = list(proof) if proof else None
+        try:
+            return self._create_actor(cls, options, init_body, files_hash, bundle, forward)
+        finally:
+            shm.remove_proof(proof)
+
+    def _create_actor(self, cls: type, options: dict, init_body: dict, files_hash: str, bundle: bytes,
+                      forward: bool) -> ActorConnection:
+        """``create_actor`` once its INIT body is built (see there)."""
         # A granted job can be dead before it answers (killed while idle, before its worker told the master): such
         # a grant is dropped and another job asked for, until the resource wait ends (an actor never gets it).
         deadline = time.monotonic() + self.resource_wait_s
@@ -192,10 +202,11 @@ class Client:
                     reply = actor.request(MsgType.INIT, payload)
                 info = actor.result_of(reply)
                 actor.shadowed = frozenset(info.get("shadowed", ()))
-                if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
+                if info.get("shared_shm") and info.get("host_id") == shm.host_id():  # the job read our nonce
                     actor.use_shared_memory(shm_arena.Channel())
+                    # the job's abstract sockets answer only within its network namespace: reaching one proves it
                     moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])
-                    if not moved and info.get("ipc"):
+                    if not moved and info.get("ipc") and unix.abstract_reachable(info["ipc"]):
                         actor.use_endpoint(info["ipc"])
                 break
             except ActorDiedError:

@@ -82,7 +82,7 @@ class MsgType(enum.IntEnum):
     ACTOR_LOG = 36  # dict(actor_id, offset, max_bytes) -> REPLY (bytes, next_offset)
 
     # client -> job
-    INIT = 40  # dict(actor_id, class_ref, class_blob, files_hash, args, kwargs, forward_output)
+    INIT = 40  # dict(actor_id, class_ref, class_blob, files_hash, args, kwargs, forward_output, host_id, shm_proof)
     FILES = 41  # dict(files_hash, files)
     CALL = 42  # (name, args, kwargs)
     GET_ATTR = 43  # name
