@@ -160,7 +160,7 @@ class Worker(JobPool):
     def on_assign(self, msg: Message) -> None:
         body = msg.body()
         job = self.jobs.get(body["job_id"])
-        if job is None or not _alive(job):  # killed while idle, before this worker told the master
+        if job is None or not job.alive():  # killed while idle, before this worker told the master
             self._send_master(
                 MsgType.JOB_ENDED,
                 {
@@ -338,28 +338,6 @@ class Worker(JobPool):
                 logger.warning("worker: unexpected message %s", msg.type.name)
             else:
                 handler(msg)
-
-def _alive(job) -> bool:
-    """False when the job process has ended or is being killed, even if its exit was not reported yet: gone, a
-    zombie, or a SIGKILL pending (``/proc/<pid>/status``: a process killed on a busy machine may not have run its
-    exit yet when its worker hands it out)."""
-    if job.poll() is not None:
-        return False
-    if not job.pid:
-        return True
-    try:
-        fields = dict(line.split(":", 1) for line in open(f"/proc/{job.pid}/status").read().splitlines()
-                      if ":" in line)  # fmt: skip
-    except FileNotFoundError:
-        return False
-    except OSError:  # no procfs: psutil's view
-        try:
-            return psutil.Process(job.pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-    pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
-    return fields.get("State", "").strip()[:1] not in ("Z", "X") and not pending & (1 << (signal.SIGKILL - 1))
-
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a worker process (started by ``xparl start`` / ``xparl connect`` / ``connect()``)."""
