@@ -20,7 +20,9 @@ def fake():
 def app(fake, monkeypatch):
     for key in [k for k in os.environ if k.startswith("PARL_MONITOR_")]:
         monkeypatch.delenv(key)
-    return create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0, "HISTORY_INTERVAL_S": 0.0, "TESTING": True})
+    # PUBLIC: these tests read logs and tracebacks; test_private_data.py tests the default (token needed)
+    return create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0, "HISTORY_INTERVAL_S": 0.0, "TESTING": True,
+                       "PUBLIC": True})
 
 
 @pytest.fixture

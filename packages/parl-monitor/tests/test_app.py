@@ -222,7 +222,7 @@ def test_log_bad_parameters(client):
 
 def test_log_download(fake):
     fake.logs["a-1"] = b"".join(b"line %d\n" % i for i in range(5000))
-    app = create_app({"CLIENT": fake, "LOG_CHUNK_BYTES": 1000})
+    app = create_app({"CLIENT": fake, "LOG_CHUNK_BYTES": 1000, "PUBLIC": True})
     resp = app.test_client().get("/api/actors/a-1/log/download")
     assert resp.status_code == 200 and resp.mimetype == "text/plain"
     assert resp.headers["Content-Disposition"] == 'attachment; filename="a-1.log"'
@@ -469,7 +469,7 @@ def test_client_is_never_used_from_two_threads_at_once():
             return super().actor_log(actor_id, offset, max_bytes)
 
     fake = Exclusive()
-    app = create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0})
+    app = create_app({"CLIENT": fake, "CACHE_TTL_S": 0.0, "PUBLIC": True})
     st = app.extensions["parl_monitor"]
     st.start_poller(0.01)
     try:

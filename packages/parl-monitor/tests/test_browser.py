@@ -15,7 +15,7 @@ from parl_monitor.app import format_time
 
 
 def _app(fake, **extra):
-    config = {"CLIENT": fake, "CACHE_TTL_S": 0.0, "HISTORY_INTERVAL_S": 0.0, "REFRESH_S": 0.3}
+    config = {"CLIENT": fake, "CACHE_TTL_S": 0.0, "HISTORY_INTERVAL_S": 0.0, "REFRESH_S": 0.3, "PUBLIC": True}
     config.update(extra)
     return create_app(config)
 

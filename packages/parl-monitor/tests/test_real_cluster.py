@@ -120,6 +120,16 @@ def test_api_against_real_cluster(cluster, clients):
     assert len(page["actors"]) == 2 and {a["class_name"] for a in page["actors"]} == {"Greeter"}
     html = c.get(f"/clients/{a_client['id']}").get_data(as_text=True)
     assert a_client["script"] in html and all(f'data-id="{a["id"]}"' in html for a in page["actors"])
+    # Without the token (a loopback monitor not started with --public), the actors' own output is withheld:
+    # the errors page and the logs answer 401, records keep only the error's type.
+    assert c.get("/api/errors").status_code == 401 and c.get("/errors").status_code == 401
+    assert all(c.get(f"/api/actors/{a['id']}/log").status_code == 401 for a in page["actors"])
+    (hidden,) = [a for a in c.get("/api/actors").get_json()["actors"] if a["last_error"]]
+    assert hidden["last_error"]["type"].endswith("ZeroDivisionError") and hidden["last_error"]["hidden"] is True
+    assert hidden["last_error"]["message"] is None and hidden["last_error"]["traceback"] is None
+    html = c.get(f"/actors/{hidden['id']}").get_data(as_text=True)
+    assert "ZeroDivisionError" in html and "division by zero" not in html and "return 1 / x" not in html
+    assert c.get(f"/?token={cluster.token}").status_code == 302  # the session cookie now grants them
     # The remote error, with its traceback, in one place and on the actor's page.
     (err,) = c.get("/api/errors").get_json()["errors"]
     assert err["type"].endswith("ZeroDivisionError") and "division by zero" in err["message"]
@@ -175,6 +185,13 @@ def test_browser_against_real_cluster(cluster, clients, browser, artifacts_dir):
 
         failing = next(a for a in mine_actors if a["last_error"])
         browser.get(f"{url}/actors/{failing['id']}")
+        assert field(browser, "last_error.type") == failing["last_error"]["type"]
+        assert "token" in field(browser, "last_error.hidden") and "token" in field(browser, "log.hidden")
+        from selenium.webdriver.common.by import By
+
+        browser.find_element(By.NAME, "token").send_keys(cluster.token)  # the page's own token form
+        browser.find_element(By.NAME, "token").submit()
+        wait_for(lambda: browser.find_elements(By.ID, "log"), timeout_s=10, what="the log after the token form")
         assert field(browser, "pid") == str(failing["pid"]) and field(browser, "state") == "alive"
         assert field(browser, "last_error.type") == failing["last_error"]["type"]
         assert "division by zero" in field(browser, "last_error.traceback")

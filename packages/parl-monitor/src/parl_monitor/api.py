@@ -7,6 +7,7 @@ import codecs
 from flask import Blueprint, Response, abort, current_app, jsonify, request
 
 from parl_monitor import data
+from parl_monitor.app import visible_status
 from parl_monitor.state import ClusterUnavailableError
 from parl_monitor.state import current_state as state
 
@@ -35,7 +36,7 @@ def _int_arg(name: str, default: int, low: int, high: int) -> int:
 
 def _known_actor(actor_id: str) -> dict:
     """The actor's record; 404 unless the id is well-formed and listed by the master (never a path)."""
-    return _page(data.actor_page, state().status(), actor_id)["actor"]
+    return _page(data.actor_page, visible_status(), actor_id)["actor"]
 
 
 def _read_log(actor_id: str, offset: int, max_bytes: int) -> tuple[bytes, int]:
@@ -61,26 +62,26 @@ def index():
 @bp.get("/status")
 def status():
     """The raw status snapshot of the cluster (``StatusClient.status``)."""
-    return jsonify(state().status())
+    return jsonify(visible_status())
 
 
 @bp.get("/overview")
 def overview():
     """Overview figures: cpus, memory, counts, master, workers, clients, actors."""
-    return jsonify(data.overview(state().status()))
+    return jsonify(data.overview(visible_status()))
 
 
 @bp.get("/workers")
 def workers():
     """All workers with derived figures."""
-    return jsonify(workers=data.overview(state().status())["workers"])
+    return jsonify(workers=data.overview(visible_status())["workers"])
 
 
 @bp.get("/workers/<worker_id>")
 def worker(worker_id: str):
     """One worker, its actors and its history."""
     st = state()
-    snapshot = st.status()
+    snapshot = visible_status()
     return jsonify(_page(data.worker_page, snapshot, worker_id, st.history(worker_id)))
 
 
@@ -88,38 +89,38 @@ def worker(worker_id: str):
 def worker_history(worker_id: str):
     """A worker's samples, oldest first (time, cpus_used, cpus_total, memory_used_mb, memory_total_mb, load_1m)."""
     st = state()
-    page = _page(data.worker_page, st.status(), worker_id, st.history(worker_id))
+    page = _page(data.worker_page, visible_status(), worker_id, st.history(worker_id))
     return jsonify(worker_id=worker_id, samples=page["history"])
 
 
 @bp.get("/clients")
 def clients():
     """All clients (each with ``actors_alive``)."""
-    return jsonify(clients=data.overview(state().status())["clients"])
+    return jsonify(clients=data.overview(visible_status())["clients"])
 
 
 @bp.get("/clients/<client_id>")
 def client(client_id: str):
     """One client and its actors."""
-    return jsonify(_page(data.client_page, state().status(), client_id))
+    return jsonify(_page(data.client_page, visible_status(), client_id))
 
 
 @bp.get("/actors")
 def actors():
     """All actors the master lists (alive and recently dead)."""
-    return jsonify(actors=state().status().get("actors", []))
+    return jsonify(actors=visible_status().get("actors", []))
 
 
 @bp.get("/actors/<actor_id>")
 def actor(actor_id: str):
     """One actor, with its client's and worker's records."""
-    return jsonify(_page(data.actor_page, state().status(), actor_id))
+    return jsonify(_page(data.actor_page, visible_status(), actor_id))
 
 
 @bp.get("/errors")
 def errors():
     """Every actor's last remote error, newest first."""
-    return jsonify(data.errors_page(state().status()))
+    return jsonify(data.errors_page(visible_status()))
 
 
 @bp.get("/actors/<actor_id>/log")

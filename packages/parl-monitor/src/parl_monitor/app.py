@@ -9,7 +9,7 @@ import secrets
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Flask, abort, current_app, jsonify, redirect, render_template, request, session
+from flask import Flask, abort, current_app, g, jsonify, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException
 
 from parl_monitor.state import EXTENSION, ClusterUnavailableError, MonitorState, current_state
@@ -20,6 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "HOST": "127.0.0.1",  # the address the monitor is bound to (decides whether a token is required)
     "PORT": None,  # the monitor's own port (shown in pages only)
     "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
+    "PUBLIC": False,  # True: on loopback, actor logs and tracebacks are shown without the token (--public)
     "CLIENT": None,  # a status client object (``state.StatusClient``); tests inject a fake here
     "CLIENT_TIMEOUT_S": 2.0,  # seconds the status client waits for the master
     "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
@@ -30,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "LOG_DOWNLOAD_MAX_BYTES": 256 * 1024 * 1024,
     "SECRET_KEY": None,  # signs the session cookie; random per process when not given
 }
+# What reveals the actors' own output (logs, error messages, tracebacks): on a loopback monitor these need the token
+# too unless PUBLIC, since every local user can reach a loopback port. (Elsewhere every route needs it.)
+PRIVATE_ENDPOINTS = frozenset({"api.actor_log", "api.actor_log_download", "api.errors", "views.errors"})
 _FLOATS = ("CLIENT_TIMEOUT_S", "CACHE_TTL_S", "HISTORY_INTERVAL_S", "REFRESH_S")
 _INTS = ("HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
 
@@ -51,6 +55,11 @@ def create_app(config: dict | None = None) -> Flask:
     ``PARL_MONITOR_ADDRESS=127.0.0.1:8010``, ``PARL_MONITOR_TOKEN``), then ``config`` (which wins). The
     ``MonitorState`` (status client, cache, history) is stored in ``app.extensions["parl_monitor"]``; its
     ``client`` attribute is the contract-B status client. Nothing is contacted until the first request.
+
+    Access: bound to a non-loopback ``HOST`` (or with ``REQUIRE_TOKEN``), every route but ``/healthz`` and static
+    files needs the token. On loopback, the figures are open, but what the actors themselves wrote (logs, error
+    messages and tracebacks: ``PRIVATE_ENDPOINTS``, and ``last_error`` in every record) needs the token as well,
+    since any local user can reach a loopback port; ``PUBLIC=True`` (``--public``) opens them to every local user.
 
     Args:
         config: overrides of ``DEFAULTS`` (keys as in ``DEFAULTS``; ``CLIENT`` may be any object with
@@ -111,7 +120,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_error_handler(HTTPException, _http_error)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
     app.jinja_env.filters.update(ts=format_time, ago=format_ago, mb=format_mb)
-    app.jinja_env.globals.update(now=lambda: _dt.datetime.now(_dt.timezone.utc).timestamp())
+    app.jinja_env.globals.update(private_visible=private_visible,
+                                 now=lambda: _dt.datetime.now(_dt.timezone.utc).timestamp())
     return app
 
 
@@ -134,35 +144,68 @@ def _check_host():
     return None
 
 
+def private_visible() -> bool:
+    """True when the current request may see actor logs, error messages and tracebacks (``PUBLIC``, or the token
+    was presented)."""
+    return bool(current_app.config["PUBLIC"] or g.get("parl_monitor_auth"))
+
+
+def visible_status() -> dict:
+    """The cluster's status snapshot as the current request may see it: ``last_error`` messages and tracebacks
+    are withheld (``data.redact_errors``) unless :func:`private_visible`."""
+    from parl_monitor import data
+    from parl_monitor.state import current_state
+
+    snapshot = current_state().status()
+    return snapshot if private_visible() else data.redact_errors(snapshot)
+
+
 def _check_token():
-    """Refuse every request except ``/healthz`` and static files without the token when one is required.
+    """Check the token where one is needed, and note in ``g.parl_monitor_auth`` whether it was presented.
 
     Accepted: ``Authorization: Bearer <token>``, or ``?token=<token>`` once (it sets a session cookie and
-    redirects to the same URL without the token).
+    redirects to the same URL without the token). Refused (401): every request but ``/healthz`` and static files
+    when ``REQUIRE_TOKEN``; otherwise (loopback) only ``PRIVATE_ENDPOINTS``, and only unless ``PUBLIC``.
     """
     cfg = current_app.config
-    if not cfg["REQUIRE_TOKEN"] or request.endpoint in ("healthz", "static"):
+    if request.endpoint in ("healthz", "static"):
         return None
-    if session.get("parl_monitor_auth"):
+    g.parl_monitor_auth = bool(session.get("parl_monitor_auth"))
+    expected = (cfg["TOKEN"] or "").encode()
+    if not g.parl_monitor_auth and expected:
+        header = request.headers.get("Authorization", "")
+        given = request.args.get("token")
+        if header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), expected):
+            g.parl_monitor_auth = True
+        elif given is not None and hmac.compare_digest(given.encode(), expected):
+            g.parl_monitor_auth = True
+            session["parl_monitor_auth"] = True
+            if request.method == "GET" and not wants_json():
+                args = request.args.to_dict(flat=False)
+                args.pop("token", None)
+                query = urlencode([(k, v) for k, vs in args.items() for v in vs])
+                return redirect(request.path + (f"?{query}" if query else ""))
+    if g.parl_monitor_auth:
         return None
-    expected = cfg["TOKEN"].encode()
-    header = request.headers.get("Authorization", "")
-    if header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), expected):
+    if cfg["REQUIRE_TOKEN"]:
+        what = "the cluster token is required"
+    elif request.endpoint in PRIVATE_ENDPOINTS and not cfg["PUBLIC"]:
+        if not expected:
+            message = ("actor logs and tracebacks need the cluster token, and this monitor was started without it: "
+                       "restart it with --token (or PARL_MONITOR_TOKEN / XPARL_TOKEN), or with --public to show "
+                       "them to every user of this machine")
+            return _unauthorized(message, 403)
+        what = "actor logs and tracebacks need the cluster token (or a monitor started with --public)"
+    else:
         return None
-    given = request.args.get("token")
-    if given is not None and hmac.compare_digest(given.encode(), expected):
-        session["parl_monitor_auth"] = True
-        if request.method == "GET" and not wants_json():
-            args = request.args.to_dict(flat=False)
-            args.pop("token", None)
-            query = urlencode([(k, v) for k, vs in args.items() for v in vs])
-            return redirect(request.path + (f"?{query}" if query else ""))
-        return None
-    message = ("the cluster token is required: send 'Authorization: Bearer <token>' or open the page once with "
-               "?token=<token> (the token is in the file `xparl start` printed, or XPARL_TOKEN)")
+    return _unauthorized(f"{what}: send 'Authorization: Bearer <token>' or open the page once with ?token=<token> "
+                         "(the token is in the file `xparl start` printed, or XPARL_TOKEN)")
+
+
+def _unauthorized(message: str, code: int = 401):
     if wants_json():
-        return jsonify(error="unauthorized", message=message), 401
-    return render_template("error.html", code=401, title="Token required", message=message), 401
+        return jsonify(error="unauthorized", message=message), code
+    return render_template("error.html", code=code, title="Token required", message=message), code
 
 
 def _cluster_unavailable(exc: ClusterUnavailableError):

@@ -45,6 +45,9 @@ def _watch_parent(pid: int, stop: threading.Event, on_exit) -> None:
 @click.option("--token", default=None, envvar=["PARL_MONITOR_TOKEN", "XPARL_TOKEN"],
               help="The cluster token (also PARL_MONITOR_TOKEN / XPARL_TOKEN); browsers must present it when "
                    "the monitor is not bound to loopback.")
+@click.option("--public", is_flag=True, default=False,
+              help="On loopback, show actor logs, error messages and tracebacks to every user of this machine "
+                   "without the token (they need it otherwise).")
 @click.option("--refresh-s", type=click.FloatRange(min=0.2), default=2.0, show_default=True,
               help="Seconds between two refreshes of a page.")
 @click.option("--poll-s", type=click.FloatRange(min=0.2), default=2.0, show_default=True,
@@ -54,7 +57,7 @@ def _watch_parent(pid: int, stop: threading.Event, on_exit) -> None:
               help="Write the monitor's pid here while it runs.")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO",
               show_default=True)
-def main(address, port, host, token, refresh_s, poll_s, parent_pid, pid_file, log_level) -> None:
+def main(address, port, host, token, public, refresh_s, poll_s, parent_pid, pid_file, log_level) -> None:
     """Serve the web monitor of the xparl cluster at ADDRESS."""
     from werkzeug.serving import make_server
 
@@ -65,7 +68,16 @@ def main(address, port, host, token, refresh_s, poll_s, parent_pid, pid_file, lo
     try:
         parse_address(address)
         port = default_monitor_port(address) if port is None else port
-        app = create_app({"ADDRESS": address, "TOKEN": token, "HOST": host, "PORT": port, "REFRESH_S": refresh_s,
+        if not token:  # the token the status client will use: logs and tracebacks are shown to its holders
+            from parl_remote.client.master_link import resolve_token
+            from parl_remote.errors import AuthenticationError
+
+            try:
+                token = resolve_token(address, None)
+            except AuthenticationError:
+                token = None
+        app = create_app({"ADDRESS": address, "TOKEN": token, "HOST": host, "PORT": port, "PUBLIC": public,
+                          "REFRESH_S": refresh_s,
                           "HISTORY_INTERVAL_S": poll_s})
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
@@ -90,6 +102,9 @@ def main(address, port, host, token, refresh_s, poll_s, parent_pid, pid_file, lo
             f.write(str(os.getpid()))
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     click.echo(f"parl monitor of {address} on http://{shown}:{port}/", err=True)
+    if public and not app.config["REQUIRE_TOKEN"]:
+        click.echo(f"parl monitor: --public: actor logs and tracebacks on http://{shown}:{port}/ are open to every "
+                   "user of this machine")
     try:
         server.serve_forever()
     finally:

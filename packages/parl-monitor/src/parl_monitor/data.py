@@ -132,3 +132,19 @@ def errors_page(snapshot: dict) -> dict[str, Any]:
                      "traceback": err.get("traceback"), "time": err.get("time")})
     rows.sort(key=lambda r: r.get("time") or 0.0, reverse=True)
     return {"errors": rows}
+
+
+def redact_errors(snapshot: dict) -> dict:
+    """A copy of ``snapshot`` whose actors' ``last_error`` keep only ``type`` and ``time``: the message and the
+    traceback (what the actor's code wrote) are replaced by None and ``hidden`` is True. The input is not changed.
+    """
+    out = dict(snapshot)
+    actors = []
+    for actor in snapshot.get("actors", []):
+        err = actor.get("last_error")
+        if err:
+            actor = dict(actor, last_error={"type": err.get("type"), "time": err.get("time"), "message": None,
+                                            "traceback": None, "hidden": True})
+        actors.append(actor)
+    out["actors"] = actors
+    return out

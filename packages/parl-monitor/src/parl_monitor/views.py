@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from parl_monitor import data
+from parl_monitor.app import visible_status
 from parl_monitor.state import current_state as state
 
 bp = Blueprint("views", __name__)
@@ -36,34 +37,34 @@ def _page(fn, *args):
 @bp.get("/")
 def overview():
     """The cluster overview: CPUs, memory, workers, clients and actors."""
-    return _render("overview", "Cluster overview", **data.overview(state().status()))
+    return _render("overview", "Cluster overview", **data.overview(visible_status()))
 
 
 @bp.get("/workers/<worker_id>")
 def worker(worker_id: str):
     """One worker: CPU and memory use, its actors, and its load over time as a chart."""
     st = state()
-    page = _page(data.worker_page, st.status(), worker_id, st.history(worker_id))
+    page = _page(data.worker_page, visible_status(), worker_id, st.history(worker_id))
     return _render("worker", f"Worker {worker_id}", **page)
 
 
 @bp.get("/clients/<client_id>")
 def client(client_id: str):
     """One client: host, script, start time and its actors."""
-    return _render("client", f"Client {client_id}", **_page(data.client_page, state().status(), client_id))
+    return _render("client", f"Client {client_id}", **_page(data.client_page, visible_status(), client_id))
 
 
 @bp.get("/actors/<actor_id>")
 def actor(actor_id: str):
     """One actor: state, host, pid, last remote error with traceback, and its log with a live tail."""
-    page = _page(data.actor_page, state().status(), actor_id)
+    page = _page(data.actor_page, visible_status(), actor_id)
     return _render("actor", f"Actor {actor_id}", **page)
 
 
 @bp.get("/errors")
 def errors():
     """The last remote error of every actor, newest first."""
-    return _render("errors", "Remote errors", **data.errors_page(state().status()))
+    return _render("errors", "Remote errors", **data.errors_page(visible_status()))
 
 
 # PARL's monitor URLs (parl/remote/monitor.py), so bookmarks and scripts written for PARL land on our pages

@@ -59,6 +59,9 @@ DEFAULTS: dict[str, float] = {
     # per connection and side: the most bytes of reusable, pre-faulted shared-memory arenas (shm_arena.Channel);
     # beyond it large buffers travel through one-off /dev/shm files (slower: fresh pages each time)
     "SHM_ARENA_MAX_BYTES": 1 << 30,
+    # seconds between two sweeps of /dev/shm files whose process ended (a killed job's arenas), by every worker
+    # and by the master; a worker also sweeps when it starts, the master when it loses a worker
+    "SHM_SWEEP_S": 10.0,
     # same-host client <-> job traffic over an abstract Unix stream socket instead of zmq (transport/unix.py);
     # 0 keeps it on the job's zmq ipc:// endpoint
     "UNIX_STREAM": 1,

@@ -9,6 +9,7 @@ after a master restart), asks it for a job per actor, and then talks to each act
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import pickle
@@ -176,7 +177,20 @@ class Client:
             "forward_output": forward,
             "host_id": shm.host_id() if shm.available() else "",
         }
-        for attempt in range(3):
+        proof = shm.write_proof()  # the job reads its nonce if it shares this /dev/shm
+        init_body["shm_proof"] = list(proof) if proof else None
+        try:
+            return self._create_actor(cls, options, init_body, files_hash, bundle, forward)
+        finally:
+            shm.remove_proof(proof)
+
+    def _create_actor(self, cls: type, options: dict, init_body: dict, files_hash: str, bundle: bytes,
+                      forward: bool) -> ActorConnection:
+        """``create_actor`` once its INIT body is built (see there)."""
+        # A granted job can be dead before it answers (killed while idle, before its worker told the master): such
+        # a grant is dropped and another job asked for, until the resource wait ends (an actor never gets it).
+        deadline = time.monotonic() + self.resource_wait_s
+        for attempt in itertools.count():
             grant = acquire(self, cls.__name__, options.get("max_memory"), options.get("n_gpu", 0))
             actor = ActorConnection(self.ctx, self.signer, self.death_cause, grant, cls.__name__, forward)
             try:
@@ -190,17 +204,20 @@ class Client:
                 info = actor.result_of(reply)
                 actor.check_liveness()  # reads the connection's events: its TCP options are set once it is up
                 actor.shadowed = frozenset(info.get("shadowed", ()))
-                if shm.available() and bool(info.get("host_id")) and info["host_id"] == shm.host_id():
+                if info.get("shared_shm") and info.get("host_id") == shm.host_id():  # the job read our nonce
                     actor.use_shared_memory(shm_arena.Channel())
+                    # the job's abstract sockets answer only within its network namespace: reaching one proves it
                     moved = bool(info.get("unix")) and unix.enabled() and actor.use_stream(info["unix"])
-                    if not moved and info.get("ipc"):
+                    if not moved and info.get("ipc") and unix.abstract_reachable(info["ipc"]):
                         actor.use_endpoint(info["ipc"])
                 break
             except ActorDiedError:
                 actor.close()
-                if actor.ever_connected or attempt == 2:
+                if (actor.ever_connected and not self._never_assigned(grant["actor_id"])) or \
+                        time.monotonic() >= deadline:
                     raise
-                logger.info("the job granted for %s was gone before it answered; asking for another", cls.__name__)
+                logger.info("the job granted for %s was gone before it answered (try %d); asking for another",
+                            cls.__name__, attempt + 1)
             except BaseException:
                 actor.close()
                 raise
@@ -215,6 +232,18 @@ class Client:
                 self.reactor = Reactor()
                 self.reactor.start()
             return self.reactor
+
+    def _never_assigned(self, actor_id: str) -> bool:
+        """True when the master says the actor's job had ended before it was assigned (no user code ran there).
+
+        A job killed while idle can still accept a connection for a moment, so ``ever_connected`` alone does not
+        prove that it received ``__init__``; its worker's report does.
+        """
+        try:
+            kind, info = self.master.request(MsgType.ACTOR_INFO, {"actor_id": actor_id}, timeout_s=0.5)
+        except RemoteError:
+            return False
+        return kind is MsgType.REPLY and bool(info) and bool(info.get("never_assigned"))
 
     def death_cause(self, actor_id: str, wait_s: float = 1.0) -> str | None:
         """Asks the master why an actor ended, for up to ``wait_s`` (None if unknown or no answer)."""

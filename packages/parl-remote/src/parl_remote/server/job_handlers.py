@@ -128,7 +128,9 @@ class Handlers:
             os.chdir(folder)
         self.client = self.sender
         self.actor_id = body["actor_id"]
-        self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id()
+        # same host id, and proof of a shared /dev/shm: the client's nonce file reads the same here
+        self.peer_same_host = shm.available() and body.get("host_id") == shm.host_id() and \
+            shm.check_proof(body.get("shm_proof"))
         if self.peer_same_host and self.shm_channel is None:
             self.use_shared_memory(shm_arena.Channel())
         self._open_log(body.get("forward_output", True))
@@ -151,6 +153,7 @@ class Handlers:
         shadowed = [k for k in getattr(self.obj, "__dict__", {}) if callable(getattr(type(self.obj), k, None))]
         if shadowed:
             info["shadowed"] = shadowed
+        info["shared_shm"] = bool(self.peer_same_host)
         if self.peer_same_host and self.ipc_address:
             info["ipc"] = self.ipc_address
         if self.peer_same_host and self.stream_name:

@@ -49,6 +49,27 @@ class JobProcess:
             return self.popen.poll()
         return self.returncode
 
+    def alive(self) -> bool:
+        """False when the job process has ended or is being killed, even if its exit was not reported yet: gone, a
+        zombie, or a SIGKILL pending (``/proc/<pid>/status``: a process killed on a busy machine may not have run its
+        exit yet when its worker hands it out)."""
+        if self.poll() is not None:
+            return False
+        if not self.pid:
+            return True
+        try:
+            with open(f"/proc/{self.pid}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except FileNotFoundError:
+            return False
+        except OSError:  # no procfs: psutil's view
+            try:
+                return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return False
+        pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
+        return fields.get("State", "").strip()[:1] not in ("Z", "X") and not pending & (1 << (signal.SIGKILL - 1))
+
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.popen is not None:
             self.popen.send_signal(sig)

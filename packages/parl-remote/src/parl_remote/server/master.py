@@ -28,7 +28,7 @@ from parl_remote import __version__, config
 from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
 from parl_remote.server.scheduling import Scheduling
 from parl_remote.transport import zmq_io
-from parl_remote.wire import protocol
+from parl_remote.wire import protocol, shm
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,8 @@ class Master(Scheduling):
         self.dead_actors: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self.pending_logs: dict[int, tuple[bytes, int]] = {}  # forwarded req id -> (requester, its req id)
         self.next_forward_id = 1
+        self.next_shm_sweep = 0.0  # time.monotonic() of the next sweep of dead processes' /dev/shm files
+        self.worker_lost_at = -1e9  # time.monotonic() when a worker was last dropped (sweeps follow it closely)
         self.running = True
         self.sender = b""  # the routing identity of the message being handled (what _reply answers)
         self.handlers = {
@@ -167,6 +169,8 @@ class Master(Scheduling):
             info.busy.discard(body.get("actor_id"))
         if body.get("actor_id"):
             self._end_actor(body["actor_id"], body["cause"])
+            if body.get("never_assigned") and body["actor_id"] in self.dead_actors:  # ACTOR_INFO tells the client
+                self.dead_actors[body["actor_id"]]["never_assigned"] = True
 
     def on_actor_failed_call(self, msg: Message) -> None:
         body = msg.body()
@@ -297,6 +301,7 @@ class Master(Scheduling):
                                wid, now - info.last_seen, len(info.busy))  # fmt: skip
                 del self.workers[wid]
                 self.unreachable[wid] = info
+                self.next_shm_sweep, self.worker_lost_at = 0.0, now  # if its jobs died with it: sweep their files
                 for actor_id in info.busy:
                     if actor_id in self.actors:
                         self.actors[actor_id]["state"] = "unreachable"
@@ -316,6 +321,13 @@ class Master(Scheduling):
                 self._drop_client(cid, f"its client {cid} was lost (no heartbeat for {client_timeout:.0f} s)")
         if len(self.pending_logs) > 1000:
             self.pending_logs.clear()
+        if now >= self.next_shm_sweep:  # files of a killed worker's jobs, when no worker of this host sweeps
+            # every second for 10 s after a worker was lost (its jobs may take a moment to die and be reaped)
+            soon = now - self.worker_lost_at < 10.0
+            self.next_shm_sweep = now + (1.0 if soon else config.get("SHM_SWEEP_S"))
+            removed = shm.sweep()
+            if removed:
+                logger.info("removed %d /dev/shm files of ended processes", removed)
 
     def run(self) -> None:
         """Serves until SIGTERM / SIGINT."""
@@ -334,7 +346,11 @@ class Master(Scheduling):
             if time.monotonic() >= next_expire:
                 next_expire = time.monotonic() + poll_ms / 1000
                 self._expire()
-        self.sock.close(linger=0)
+        # a stop (xparl stop, SIGTERM), not a crash: the workers, on other machines too, exit as PARL documents
+        # (a master killed otherwise sends nothing, so that its workers rejoin it when it is restarted)
+        for worker in self.workers.values():
+            self._send(worker.identity, MsgType.MASTER_STOPPED, {"address": self.address})
+        self.sock.close(linger=1000 if self.workers else 0)
         self.ctx.term()
 
     def _handle_one(self) -> None:

@@ -68,10 +68,11 @@ class Worker(JobPool):
         self.last_master_reply = time.monotonic()
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
-        self.next_sweep = 0.0
+        self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
         self.ended_logs = 0
         self.running = True
         self.refused: str | None = None  # the master's refusal (a wrong token, another protocol version)
+        self.master_stopped = False  # the master said it was stopped (MASTER_STOPPED)
         self.ignored_notices = 0  # unsigned notices received on the job port (never acted upon)
         self.zygote: subprocess.Popen | None = None
         self.zygote_buf = b""
@@ -81,6 +82,7 @@ class Worker(JobPool):
             MsgType.ASSIGN_JOB: self.on_assign,
             MsgType.KILL_JOB: self.on_kill,
             MsgType.READ_LOG: self.on_read_log,
+            MsgType.MASTER_STOPPED: self.on_master_stopped,
         }
         self.job_handlers = {
             MsgType.JOB_READY: self.on_job_ready,
@@ -158,14 +160,15 @@ class Worker(JobPool):
     def on_assign(self, msg: Message) -> None:
         body = msg.body()
         job = self.jobs.get(body["job_id"])
-        if job is None:
+        if job is None or not job.alive():  # killed while idle, before this worker told the master
             self._send_master(
                 MsgType.JOB_ENDED,
                 {
                     "worker_id": self.worker_id,
                     "job_id": body["job_id"],
                     "actor_id": body["actor_id"],
-                    "cause": "the job had already ended",
+                    "cause": "the job had ended while idle, before it was assigned",
+                    "never_assigned": True,  # the client asks for another job (client/session.py)
                 },
             )
             return
@@ -180,6 +183,14 @@ class Worker(JobPool):
                 job.base_rss_mb = 0.0
         job.gpus = list(body.get("gpus") or [])
         job.started_at = time.time()
+
+    def on_master_stopped(self, msg: Message) -> None:
+        """The master was stopped (``xparl stop``), signed on its own socket: stop with the jobs, as PARL's
+        workers do (a master that crashed sends nothing, and is rejoined when it is restarted)."""
+        logger.warning("the master at %s was stopped (xparl stop): this worker stops with its jobs; add it again "
+                       "with `xparl connect --address %s` once a master runs", self.master_address, self.master_address)
+        self.master_stopped = True
+        self.running = False
 
     def on_kill(self, msg: Message) -> None:
         body = msg.body()
@@ -262,7 +273,7 @@ class Worker(JobPool):
             self._check_jobs()
             now = time.monotonic()
             if now >= self.next_sweep or self.ended_logs >= 50:
-                self.next_sweep = now + 10.0
+                self.next_sweep = now + config.get("SHM_SWEEP_S")
                 self.ended_logs = 0
                 shm.sweep()
                 self._prune_logs()
@@ -328,7 +339,6 @@ class Worker(JobPool):
             else:
                 handler(msg)
 
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a worker process (started by ``xparl start`` / ``xparl connect`` / ``connect()``)."""
     parser = argparse.ArgumentParser(description="xparl worker process (internal; use `xparl connect`)")
@@ -353,6 +363,9 @@ def main(argv: list[str] | None = None) -> None:
     worker.run()
     if worker.refused is not None:  # a wrong token or another protocol version: not a clean stop
         sys.exit(f"xparl worker: the master at {args.address} refused this worker: {worker.refused}")
+    if worker.master_stopped:
+        print(f"xparl worker: the master at {args.address} was stopped (xparl stop); this worker exits",
+              file=sys.stderr)
 
 
 def _exit_with_parent(worker: Worker, parent_pid: int) -> None:
@@ -371,3 +384,4 @@ def _exit_with_parent(worker: Worker, parent_pid: int) -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -76,6 +76,19 @@ def connect(name: str, timeout_s: float = 5.0) -> socket.socket:
     return sock
 
 
+def abstract_reachable(endpoint: str) -> bool:
+    """True when the abstract socket of a zmq ``ipc://@name`` endpoint accepts a connection from here: abstract
+    sockets belong to a network namespace, so this proves that the job shares this process's (the probe
+    connection is closed at once)."""
+    if not endpoint.startswith("ipc://@"):
+        return False
+    try:
+        connect(endpoint[len("ipc://@"):], timeout_s=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     """The ``(pid, uid, gid)`` of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
     return _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))

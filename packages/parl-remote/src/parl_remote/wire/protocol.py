@@ -70,6 +70,7 @@ class MsgType(enum.IntEnum):
     ASSIGN_JOB = 20  # dict(job_id, actor_id, client_id, class_name, max_memory_mb)
     KILL_JOB = 21  # dict(job_id, cause)
     READ_LOG = 22  # dict(actor_id, offset, max_bytes) -> REPLY (bytes, next_offset)
+    MASTER_STOPPED = 23  # dict(address): the master was stopped (SIGTERM: xparl stop); its workers exit, as PARL's
 
     # client -> master
     CLIENT_REGISTER = 30  # dict(client_id, host, pid, script, started_at, python, actors)
@@ -81,7 +82,7 @@ class MsgType(enum.IntEnum):
     ACTOR_LOG = 36  # dict(actor_id, offset, max_bytes) -> REPLY (bytes, next_offset)
 
     # client -> job
-    INIT = 40  # dict(actor_id, class_ref, class_blob, files_hash, args, kwargs, forward_output)
+    INIT = 40  # dict(actor_id, class_ref, class_blob, files_hash, args, kwargs, forward_output, host_id, shm_proof)
     FILES = 41  # dict(files_hash, files)
     CALL = 42  # (name, args, kwargs)
     GET_ATTR = 43  # name

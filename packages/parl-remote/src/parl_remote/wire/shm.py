@@ -212,6 +212,47 @@ def restore(manifest: bytes | memoryview, frames: list, channel: shm_arena.Chann
     return buffers
 
 
+def write_proof() -> tuple[str, str] | None:
+    """Writes a fresh nonce into a ``/dev/shm`` file (mode 0600) and returns ``(file name, nonce)``, or None when
+    ``/dev/shm`` is unavailable or full. A peer that reads the same nonce there shares this ``/dev/shm`` (the
+    same host id alone does not prove it: containers and namespaces can share a hostname and a boot)."""
+    if not available():
+        return None
+    nonce = secrets.token_hex(16)
+    name = f"{_PREFIX}{os.getpid()}-p{secrets.token_hex(8)}"
+    try:
+        fd = os.open(SHM_DIR / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, nonce.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return name, nonce
+
+
+def check_proof(proof: object) -> bool:
+    """True when ``proof`` (a ``write_proof`` result, from a peer) names a ``/dev/shm`` file here holding its nonce."""
+    if not (isinstance(proof, (list, tuple)) and len(proof) == 2 and all(isinstance(x, str) for x in proof)):
+        return False
+    name, nonce = proof
+    if not name.startswith(_PREFIX) or "/" in name or not nonce or not available():
+        return False
+    try:
+        return (SHM_DIR / name).read_bytes() == nonce.encode()
+    except OSError:
+        return False
+
+
+def remove_proof(proof: tuple[str, str] | None) -> None:
+    """Removes the file of a ``write_proof`` result (None: nothing to do)."""
+    if proof is not None:
+        try:
+            (SHM_DIR / proof[0]).unlink()
+        except OSError:
+            pass
+
+
 def sweep() -> int:
     """Removes shm files whose sending process has ended; returns how many were removed."""
     if not available():
