@@ -20,6 +20,9 @@ FAST_SETTINGS = {
     "XPARL_CLIENT_HEARTBEAT_INTERVAL_S": "0.3",
     "XPARL_RESOURCE_WAIT_S": "10",
     "XPARL_RECONNECT_MAX_INTERVAL_S": "0.5",
+    # no periodic /dev/shm sweeps by the clusters that outlive a test (the session's shared one): a test that kills
+    # a worker checks who removes its jobs' files (test_shm_cleanup.py); starting workers still sweep once
+    "XPARL_SHM_SWEEP_S": "3600",
 }
 
 

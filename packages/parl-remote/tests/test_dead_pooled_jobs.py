@@ -27,8 +27,14 @@ class Echo:
 
 def _job_pids(worker_pid: int) -> set[int]:
     """The job processes of a worker: the zygote's children (and any job the worker started itself)."""
-    procs = psutil.Process(worker_pid).children(recursive=True)
-    return {p.pid for p in procs if p.ppid() != worker_pid}  # the worker's only child is the zygote
+    pids = set()
+    for p in psutil.Process(worker_pid).children(recursive=True):
+        try:
+            if p.ppid() != worker_pid:  # the worker's only child is the zygote
+                pids.add(p.pid)
+        except psutil.NoSuchProcess:  # a job that ended while we looked
+            pass
+    return pids
 
 
 def test_new_actors_never_get_a_killed_pooled_job(xparl_home):

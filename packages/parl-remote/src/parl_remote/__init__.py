@@ -29,9 +29,9 @@ from typing import Any  # noqa: E402
 # ``parl_remote.server``) never load the client library
 _LAZY = {
     "Client": "parl_remote.client.session",
-    "connect": "parl_remote.client.session",
-    "disconnect": "parl_remote.client.session",
-    "get_global_client": "parl_remote.client.session",
+    "connect": "parl_remote.client.connection",
+    "disconnect": "parl_remote.client.connection",
+    "get_global_client": "parl_remote.client.connection",
     "ClusterClient": "parl_remote.client.cluster_client",
     "remote_class": "parl_remote.client.decorator",
     "RemoteFuture": "parl_remote.client.future",

@@ -12,9 +12,9 @@ from typing import Any
 
 _LAZY = {
     "Client": "session",
-    "connect": "session",
-    "disconnect": "session",
-    "get_global_client": "session",
+    "connect": "connection",
+    "disconnect": "connection",
+    "get_global_client": "connection",
     "MasterConnection": "master_link",
     "parse_address": "master_link",
     "resolve_token": "master_link",

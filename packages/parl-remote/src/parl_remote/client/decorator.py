@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from parl_remote import gpus
-from parl_remote.client.session import get_global_client
+from parl_remote.client.connection import get_global_client
 
 _OPTIONS = {"wait": True, "max_memory": None, "n_gpu": 0}
 RESERVED_PREFIX = "_xparl"

@@ -22,13 +22,10 @@ actor's (large arrays through its object store, zero-copy on the node).
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import os
-import queue
 import re
 import socket
-import threading
 import weakref
 from typing import Any
 
@@ -41,22 +38,15 @@ from parl_remote.errors import (
     MissingDependencyError,
     RemoteError,
     ResourceError,
-    SerializationError,
-    TransferError,
     VersionMismatchError,
-    make_remote_exception,
 )
-from parl_remote.wire import serialization
+from parl_remote.ray.futures import RayFuture
+from parl_remote.ray.translate import serialization_error, translate
 
 logger = logging.getLogger(__name__)
 
 MIN_RAY_VERSION = (2, 10)  # the Ray calls used here (ObjectRef.future, __ray_ready__, exit details) exist since
 EXTRA = 'pip install "parl-remote[ray]"'
-
-
-def is_ray_address(address: Any) -> bool:
-    """True for the addresses that select the Ray engine: ``"ray"`` and ``"ray://HOST:PORT"``."""
-    return isinstance(address, str) and (address == "ray" or address.startswith("ray://"))
 
 
 def import_ray() -> Any:
@@ -106,17 +96,6 @@ def _check_reachable(target: str) -> None:
             f"nothing answers at the Ray address {target} ({exc}); start the cluster (ray start --head, or a "
             "KubeRay RayCluster) or fix the address"
         ) from None
-
-
-def _cause(err: BaseException) -> str:
-    """Ray's reason for an actor's death, one line (``"it was killed by `ray.kill`."``, ``"... exceeded
-    max_memory=..."``)."""
-    text = str(err)
-    found = re.search(r"The actor is dead because (.*)", text)
-    if found:
-        return found.group(1).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else type(err).__name__
 
 
 def _init(ray: Any, target: str, forward_output: bool, runtime_env: dict) -> None:
@@ -226,12 +205,12 @@ class RayClient:
             ref = handle.construct.remote(class_ref, class_blob, args, kwargs, max_memory, n_gpu)
         except Exception as exc:
             ray.kill(handle)
-            raise _serialization_error(f"{cls.__name__}.__init__", args, kwargs, exc) from exc
+            raise serialization_error(f"{cls.__name__}.__init__", args, kwargs, exc) from exc
         try:
             info = ray.get(ref)
         except BaseException as exc:
             ray.kill(handle)
-            raise _translate(ray, exc, where) from None
+            raise translate(ray, exc, where) from None
         actor = RayActor(self, handle, info, cls.__name__, forwarded)
         self.actors.add(actor)
         return actor
@@ -307,7 +286,7 @@ class RayActor:
         try:
             return method.remote(*prefix, *args, **kwargs)
         except Exception as exc:
-            raise _serialization_error(label, args, kwargs, exc) from exc
+            raise serialization_error(label, args, kwargs, exc) from exc
 
     def _send_call(self, name: str, args: tuple, kwargs: dict) -> Any:
         """Starts ``name(*args, **kwargs)``: through the actor method of that name when the host class has one,
@@ -324,7 +303,7 @@ class RayActor:
             raise self._translate(exc) from None
 
     def _translate(self, exc: BaseException) -> BaseException:
-        error = _translate(self.ray, exc, self.where)
+        error = translate(self.ray, exc, self.where)
         if isinstance(error, ActorDiedError):  # the first death found is the one every later call reports
             if self.dead is None:
                 self.dead = self._own_reason(error)
@@ -371,141 +350,3 @@ class RayActor:
         self.closed = True
         if self.ray.is_initialized():
             self.ray.kill(self.handle)
-
-
-_WATCH_QUEUE: queue.SimpleQueue | None = None
-_WATCH_LOCK = threading.Lock()
-
-
-def _watch_later(future: RayFuture) -> None:
-    """Has one background thread register Ray's callback of ``future`` (see ``RayFuture._waiters``)."""
-    global _WATCH_QUEUE
-    with _WATCH_LOCK:
-        if _WATCH_QUEUE is None:
-            _WATCH_QUEUE = queue.SimpleQueue()
-            threading.Thread(target=_watch_loop, args=(_WATCH_QUEUE,), name="parl-ray-futures", daemon=True).start()
-    _WATCH_QUEUE.put(future)
-
-
-def _watch_loop(pending: queue.SimpleQueue) -> None:
-    while True:
-        future = pending.get()
-        try:
-            future._watch()
-        except Exception as exc:  # noqa: BLE001 - e.g. Ray shut down meanwhile: the future fails, not the thread
-            future._settle(exception=exc)
-
-
-class RayFuture(RemoteFuture):
-    """A ``RemoteFuture`` over a Ray object ref that asks Ray to call back only when something waits on it.
-
-    ``get()`` / ``result()`` read the ref with ``ray.get`` (as a plain Ray user's ``ray.get`` does); Ray's
-    completion callback (``ObjectRef.future()``, which costs about as much as the call itself) is registered only
-    for ``done()``, ``add_done_callback`` and the waiters of ``concurrent.futures.wait`` / ``as_completed`` (they
-    reach ``_waiters``, made a property here for that).
-    """
-
-    def __init__(self, ref: Any, ray: Any, translate: Any) -> None:
-        self._watch_lock = threading.Lock()
-        self._watching = False
-        self._ray_ref, self._ray, self._translate_error = ref, ray, translate
-        super().__init__()
-        self.set_running_or_notify_cancel()
-
-    @property
-    def _waiters(self) -> list:
-        # read by concurrent.futures.wait / as_completed while they hold this future's lock: Ray is called from
-        # another thread (calling it here could settle the future before their waiter is in the list, and Ray
-        # Client's thread, settling another future, can wait for a lock they hold)
-        if self._state == "RUNNING" and not self._watching:
-            _watch_later(self)
-        return self.__dict__["_waiter_list"]
-
-    @_waiters.setter
-    def _waiters(self, value: list) -> None:
-        self.__dict__["_waiter_list"] = value
-
-    def _watch(self) -> None:
-        with self._watch_lock:
-            if self._watching:
-                return
-            self._watching = True
-        self._ray_ref.future().add_done_callback(self._settle_from)
-
-    def _settle_from(self, done: concurrent.futures.Future) -> None:
-        try:
-            value = done.result()
-        except BaseException as exc:  # noqa: BLE001 - handed to the future
-            self._settle(exception=self._translate_error(exc))
-        else:
-            self._settle(value=value)
-
-    def _settle(self, value: Any = None, exception: BaseException | None = None) -> None:
-        try:
-            if exception is not None:
-                self.set_exception(exception)
-            else:
-                self.set_result(value)
-        except concurrent.futures.InvalidStateError:  # settled by the other path first
-            pass
-
-    def _fetch(self, timeout: float | None) -> None:
-        if self._state != "RUNNING":
-            return
-        try:
-            value = self._ray.get(self._ray_ref, timeout=timeout)
-        except self._ray.exceptions.GetTimeoutError:
-            raise concurrent.futures.TimeoutError() from None
-        except BaseException as exc:  # noqa: BLE001 - handed to the future
-            self._settle(exception=self._translate_error(exc))
-        else:
-            self._settle(value=value)
-
-    def result(self, timeout: float | None = None) -> Any:
-        self._fetch(timeout)
-        return super().result(0)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._fetch(timeout)
-        return super().exception(0)
-
-    def done(self) -> bool:
-        if self._state == "RUNNING":
-            self._watch()
-        return super().done()
-
-    def add_done_callback(self, fn: Any) -> None:
-        self._watch()
-        super().add_done_callback(fn)
-
-
-def _serialization_error(label: str, args: tuple, kwargs: dict, exc: Exception) -> Exception:
-    """Names the argument Ray could not serialise (as xparl does), else wraps Ray's error."""
-    try:
-        serialization.check_arguments(label, tuple(args), dict(kwargs))
-    except SerializationError as named:
-        return named
-    if isinstance(exc, (TypeError, ValueError)) and "serializ" in str(exc).lower():
-        return SerializationError(f"Ray cannot serialise the call {label}(): {exc}")
-    return exc
-
-
-def _translate(ray: Any, exc: BaseException, where: str) -> BaseException:
-    """Ray's exception -> this runtime's: a user's as its own type + ``RemoteError``, a death as
-    ``ActorDiedError`` with Ray's cause, a lost result as ``TransferError``; others unchanged."""
-    errors = ray.exceptions
-    if isinstance(exc, errors.RayTaskError):
-        original = exc.cause if isinstance(exc.cause, BaseException) else None
-        etype = type(original) if original is not None else None
-        type_name = f"{etype.__module__}.{etype.__qualname__}" if etype else "builtins.Exception"
-        message = str(original) if original is not None else str(exc)
-        return make_remote_exception(original, type_name, message, str(exc), where)
-    if isinstance(exc, getattr(errors, "ActorUnavailableError", ())):
-        return ClusterConnectionError(f"{where} is unreachable for now ({exc}); the call may or may not have run")
-    if isinstance(exc, errors.RayActorError):
-        cause = _cause(exc)
-        return ActorDiedError(f"{where} died: {cause}", cause=cause)
-    if isinstance(exc, errors.ObjectLostError):
-        return TransferError(f"the result of a call on {where} was lost by Ray's object store ({exc}); "
-                             "the method did run")
-    return exc
