@@ -29,6 +29,7 @@ from parl_remote.wire import protocol, shm
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
+LOG_PRUNE_INTERVAL_S = 10.0  # how often ended actors' logs beyond LOGS_KEPT are deleted (also every 50 ended)
 
 
 class Worker(JobPool):
@@ -69,6 +70,7 @@ class Worker(JobPool):
         self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.next_heartbeat = 0.0
         self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
+        self.next_prune = 0.0
         self.ended_logs = 0
         self.running = True
         self.refused: str | None = None  # the master's refusal (a wrong token, another protocol version)
@@ -250,7 +252,8 @@ class Worker(JobPool):
             if wake_r is not None:
                 poller.register(wake_r, zmq.POLLIN)
                 if not self._needs_polling():  # job ends arrive from the zygote: wake only for heartbeats
-                    wait_ms = max(1, int((min(self.next_heartbeat, self.next_sweep) - time.monotonic()) * 1000))
+                    wake = min(self.next_heartbeat, self.next_sweep, self.next_prune)
+                    wait_ms = max(1, int((wake - time.monotonic()) * 1000))
             try:
                 ready = dict(poller.poll(wait_ms))
             except zmq.ZMQError:
@@ -272,10 +275,12 @@ class Worker(JobPool):
                 self._drain(self.master, self.handlers, routed=False)
             self._check_jobs()
             now = time.monotonic()
-            if now >= self.next_sweep or self.ended_logs >= 50:
+            if now >= self.next_sweep:
                 self.next_sweep = now + config.get("SHM_SWEEP_S")
-                self.ended_logs = 0
                 shm.sweep()
+            if now >= self.next_prune or self.ended_logs >= 50:
+                self.next_prune = now + LOG_PRUNE_INTERVAL_S
+                self.ended_logs = 0
                 self._prune_logs()
             if now >= self.next_heartbeat:
                 self.next_heartbeat = now + interval_s
