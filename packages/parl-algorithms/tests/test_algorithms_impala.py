@@ -90,6 +90,8 @@ def test_sample_returns_probs_and_logits_and_predict_is_greedy(M):
     assert probs.dtype == np.float32 and probs.shape == (64, NUM_ACTIONS) and logits.shape == (64, NUM_ACTIONS)
     np.testing.assert_allclose(probs, np.exp(_log_softmax(logits.astype(np.float64))), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+    drawn = [np.random.choice(len(p), 1, p=p)[0] for p in probs]  # as PARL's AtariAgent.sample draws actions
+    assert set(drawn) <= set(range(NUM_ACTIONS)) and len(set(drawn)) > 1
     np.testing.assert_array_equal(logits, M.ops.numpy(alg.model.policy(_tensor(M, obs))))
     np.testing.assert_array_equal(M.ops.numpy(alg.predict(obs)), logits.argmax(1))
 
