@@ -96,9 +96,9 @@ def run_ours(args: argparse.Namespace, ex) -> dict:
             slot = pending.pop(future)
             batch = future.result()
             received = time.time()
-            alg.learn(ex.time_major(batch["obs"]), ex.time_major(batch["actions"]),
-                      ex.time_major(batch["behaviour_logits"]), ex.time_major(batch["rewards"]),
-                      ex.time_major(batch["dones"]), cfg["lr"], cfg["entropy_coeff"])
+            alg.learn(ex.env_major(batch["obs"]), ex.env_major(batch["actions"]),
+                      ex.env_major(batch["behaviour_logits"]), ex.env_major(batch["rewards"]),
+                      ex.env_major(batch["dones"]), cfg["lr"], cfg["entropy_coeff"])
             weights = model.get_weights()
             pending[actors[slot].sample(weights)] = slot
             if cpu0 is not None:

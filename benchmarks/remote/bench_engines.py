@@ -160,7 +160,7 @@ def impala_frames_per_s(contender: Contender, impala, unrolls: int) -> float:
                 start = time.perf_counter()
             else:
                 frames += batch["rewards"].size
-            tm = impala.time_major
+            tm = impala.env_major
             alg.learn(tm(batch["obs"]), tm(batch["actions"]), tm(batch["behaviour_logits"]), tm(batch["rewards"]),
                       tm(batch["dones"]), cfg["lr"], cfg["entropy_coeff"])
             weights = model.get_weights()

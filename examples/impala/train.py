@@ -6,11 +6,13 @@ Actor-Learner Architectures"):
 
     actors (``@parl.remote_class``, one process each): own E envs and a copy of the policy;
         sample(weights) -> loads the weights if given, then plays T steps of the E envs with the policy
-        and returns the unroll [T, E, ...] (obs, actions, behaviour logits, rewards, dones) as numpy
+        (each action drawn from the probs of IMPALA.sample, as PARL) and returns the unroll [T, E, ...]
+        (obs, actions, behaviour logits, rewards, dones) as numpy
     learner (this process): keeps `--inflight` calls queued on every actor (futures, `wait=False`), so an
         actor starts its next unroll while the learner trains; takes unrolls in the order they complete;
-        IMPALA.learn on each (V-trace corrects for the actor's stale policy) and sends the new weights,
-        one {name: ndarray} message, with that actor's next call
+        IMPALA.learn on each, flattened env-major to [E * T, ...] (PARL's layout; V-trace corrects for the
+        actor's stale policy) and sends the new weights, one {name: ndarray} message, with that actor's
+        next call
     a dead actor (ActorDiedError from its future) is logged with its cause and replaced; training goes on
     CartPole: once the recent training return is high, evaluate 10 greedy episodes; stop at --target-return
 
@@ -173,11 +175,11 @@ class Actor:
         with torch.inference_mode():
             for t in range(T):
                 obs[t] = self.obs
-                action, logit = self.alg.sample(torch.from_numpy(self.obs).float())
+                probs, logit = self.alg.sample(torch.from_numpy(self.obs).float())
                 if logits is None:
                     logits = np.empty((T, E, logit.shape[1]), np.float32)
                 logits[t] = logit.cpu().numpy()
-                actions[t] = action.cpu().numpy()
+                actions[t] = torch.multinomial(probs, 1).squeeze(1).cpu().numpy()
                 for i, env in enumerate(self.envs):
                     next_obs, reward, terminated, truncated, _ = env.step(int(actions[t, i]))
                     if terminated or truncated:
@@ -208,10 +210,11 @@ def evaluate(alg, env_id: str, cfg: dict, seed: int) -> list[float]:
     return returns.tolist()
 
 
-def time_major(x: np.ndarray) -> np.ndarray:
-    """[T, E, ...] -> [T * E, ...] (row t * E + e), the layout IMPALA.learn expects; a writable array (a
-    received array is a read-only view of the message, which torch warns about)."""
-    x = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+def env_major(x: np.ndarray) -> np.ndarray:
+    """[T, E, ...] -> [E * T, ...] (row e * T + t: each env's T steps in a row), the layout IMPALA.learn
+    expects (PARL's); a writable array (a received array is a read-only view of the message, which torch
+    warns about)."""
+    x = x.swapaxes(0, 1).reshape(x.shape[0] * x.shape[1], *x.shape[2:])
     return x if x.flags.writeable else x.copy()
 
 
@@ -312,9 +315,9 @@ def main() -> None:
                     continue
                 progress = min(env_steps / total_steps, 1.0)
                 lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * progress
-                losses, kl = alg.learn(time_major(batch["obs"]), time_major(batch["actions"]),
-                                       time_major(batch["behaviour_logits"]), time_major(batch["rewards"]),
-                                       time_major(batch["dones"]), lr, cfg["entropy_coeff"])
+                losses, kl = alg.learn(env_major(batch["obs"]), env_major(batch["actions"]),
+                                       env_major(batch["behaviour_logits"]), env_major(batch["rewards"]),
+                                       env_major(batch["dones"]), lr, cfg["entropy_coeff"])
                 weights = model.get_weights()
                 pending[actors[slot].sample(weights)] = slot
                 steps = batch["rewards"].size

@@ -74,7 +74,7 @@ def _a3c_batch(rng):
             rng.normal(size=B).astype(np.float32), rng.normal(size=B).astype(np.float32), 1e-2, -0.01)
 
 
-IMPALA_T = 4  # B = 16 rows: 4 unrolls of 4 steps, time-major
+IMPALA_T = 4  # B = 16 rows: 4 unrolls of 4 steps, env-major (PARL)
 
 
 def _impala_batch(rng):

@@ -1,6 +1,7 @@
-"""IMPALA on both backends (backend a pytest parameter): learn on random time-major unrolls, the loss against
-V-trace computed independently in numpy, sample / predict shapes, bad input. The weights round trip and
-save / restore are in test_algorithms_smoke.py, the paddle-vs-torch update in test_algorithms_equivalence.py."""
+"""IMPALA on both backends (backend a pytest parameter): learn on random env-major unrolls (PARL's layout),
+the loss against V-trace computed independently in numpy, sample / predict outputs, bad input. The weights
+round trip and save / restore are in test_algorithms_smoke.py, the paddle-vs-torch update in
+test_algorithms_equivalence.py."""
 
 import math
 
@@ -13,7 +14,7 @@ B = T * E
 
 
 def _batch(rng):
-    """(obs, actions, behaviour_logits, rewards, dones) of E unrolls of T steps, time-major."""
+    """(obs, actions, behaviour_logits, rewards, dones) of E unrolls of T steps, env-major (row e * T + t)."""
     return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
             rng.normal(size=(B, NUM_ACTIONS)).astype(np.float32), rng.normal(size=B).astype(np.float32),
             rng.random(B) < 0.2)
@@ -67,7 +68,7 @@ def test_loss_is_the_vtrace_actor_critic_loss(M):
     log_p = _log_softmax(logits)
     log_pi, log_mu = log_p[np.arange(B), actions], _log_softmax(behaviour.astype(np.float64))[np.arange(B), actions]
     entropy = -(np.exp(log_p) * log_p).sum(-1)
-    tb = lambda x: np.asarray(x, dtype=np.float64).reshape(T, E)  # noqa: E731 (time-major rows)
+    tb = lambda x: np.asarray(x, dtype=np.float64).reshape(E, T).T  # noqa: E731 (env-major rows -> [T, E])
     vs, pg_adv = paper_vtrace(tb(log_mu)[:-1], tb(log_pi)[:-1], (1 - tb(dones)[:-1]) * 0.9, tb(rewards)[:-1],
                                tb(values)[:-1], tb(values)[-1], 1.0, 1.0)
     expected_pi = -float((tb(log_pi)[:-1] * pg_adv).sum())
@@ -81,14 +82,38 @@ def test_loss_is_the_vtrace_actor_critic_loss(M):
                                                      rel=1e-5)
 
 
-def test_sample_and_predict_shapes(M):
+def test_sample_returns_probs_and_logits_and_predict_is_greedy(M):
     M.ops.seed(0)
     alg = _impala(M)
     obs = np.random.default_rng(0).normal(size=(64, OBS_DIM)).astype(np.float32)
-    actions, logits = (M.ops.numpy(x) for x in alg.sample(obs))
-    assert actions.dtype == np.int64 and actions.shape == (64,) and logits.shape == (64, NUM_ACTIONS)
-    assert set(actions.tolist()) <= set(range(NUM_ACTIONS)) and len(set(actions.tolist())) > 1
+    probs, logits = (M.ops.numpy(x) for x in alg.sample(obs))  # PARL's (probs, logits)
+    assert probs.dtype == np.float32 and probs.shape == (64, NUM_ACTIONS) and logits.shape == (64, NUM_ACTIONS)
+    np.testing.assert_allclose(probs, np.exp(_log_softmax(logits.astype(np.float64))), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+    drawn = [np.random.choice(len(p), 1, p=p)[0] for p in probs]  # as PARL's AtariAgent.sample draws actions
+    assert set(drawn) <= set(range(NUM_ACTIONS)) and len(set(drawn)) > 1
+    np.testing.assert_array_equal(logits, M.ops.numpy(alg.model.policy(_tensor(M, obs))))
     np.testing.assert_array_equal(M.ops.numpy(alg.predict(obs)), logits.argmax(1))
+
+
+def test_learn_bootstraps_from_the_last_step_of_each_env_major_unroll(M):
+    """Rows e * T + t: with rewards only on each unroll's last row (the bootstrap step, outside the loss) and
+    the same rows of every other input, the loss equals the loss of zero rewards; moving those rewards to
+    the last rows of a time-major layout (rows (T - 1) * E + e) changes it."""
+    rng = np.random.default_rng(5)
+    obs, actions, behaviour, _, _ = _batch(rng)
+    dones = np.zeros(B, bool)
+
+    def loss(rewards):
+        M.ops.seed(0)
+        return float(_impala(M).learn(obs, actions, behaviour, rewards, dones, 1e-3, 0.0)[0].total_loss)
+
+    env_major_last = np.zeros(B, np.float32)
+    env_major_last[np.arange(E) * T + T - 1] = 10.0
+    time_major_last = np.zeros(B, np.float32)
+    time_major_last[(T - 1) * E + np.arange(E)] = 10.0
+    assert loss(env_major_last) == pytest.approx(loss(np.zeros(B, np.float32)), rel=1e-6)
+    assert abs(loss(time_major_last) - loss(np.zeros(B, np.float32))) > 1.0
 
 
 def _replace(batch, index, value):

@@ -33,7 +33,7 @@ def _a3c_batch(rng):
 
 
 def _impala_batch(rng):
-    """Two unrolls of B / 2 steps, time-major, + learning_rate, entropy_coeff."""
+    """Two unrolls of B / 2 steps, env-major, + learning_rate, entropy_coeff."""
     return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
             rng.normal(size=(B, NUM_ACTIONS)).astype(np.float32), rng.normal(size=B).astype(np.float32),
             rng.random(B) < 0.2, 1e-2, -0.01)

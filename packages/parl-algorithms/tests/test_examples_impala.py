@@ -70,3 +70,28 @@ def test_impala_example_replaces_a_killed_actor(tmp_path):
     result = json.loads(out.strip().splitlines()[-1])
     assert result["actors_replaced"] == 1
     assert result["env_steps"] == steps  # training went on to the full budget after the loss
+
+
+def test_impala_actor_unroll_feeds_learn_env_major():
+    """The example's actor draws actions from ``IMPALA.sample``'s probs; ``env_major`` flattens its
+    ``[T, E, ...]`` unroll to PARL's rows ``e * T + t``, and a read-only (received) array comes back writable."""
+    import numpy as np
+    import torch
+    from test_examples_distributed import load_example
+
+    train = load_example("impala")
+    grid = np.arange(3 * 2 * 4).reshape(3, 2, 4)  # [T=3, E=2, 4]
+    grid.flags.writeable = False
+    flat = train.env_major(grid)
+    assert flat.shape == (6, 4) and flat.flags.writeable
+    for e in range(2):
+        for t in range(3):
+            np.testing.assert_array_equal(flat[e * 3 + t], grid[t, e])
+    torch.manual_seed(0)
+    actor = train.Actor._original("CartPole-v1", 2, 3, train.CONFIGS["vector"], seed=0)
+    batch = actor.sample(None)
+    assert batch["actions"].shape == (3, 2) and set(batch["actions"].ravel().tolist()) <= {0, 1}
+    assert batch["behaviour_logits"].shape == (3, 2, 2) and batch["obs"].shape == (3, 2, 4)
+    losses, kl = actor.alg.learn(*(train.env_major(batch[k]) for k in ("obs", "actions", "behaviour_logits",
+                                                                        "rewards", "dones")), 1e-3, -0.01)
+    assert np.isfinite(float(losses.total_loss)) and float(kl) == pytest.approx(0.0, abs=1e-6)  # same policy

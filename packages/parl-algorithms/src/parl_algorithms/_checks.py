@@ -66,8 +66,8 @@ def check_unroll_batch(batch: int, steps: int) -> None:
     """Raise ``ValueError`` unless ``batch`` is a whole number of unrolls of ``steps`` steps."""
     if batch % steps:
         raise ValueError(f"IMPALA.learn: the batch B={batch} must be a whole number of unrolls of "
-                         f"sample_batch_steps={steps} steps (B = T x E, time-major); send whole unrolls or build "
-                         "IMPALA with the actors' unroll length")
+                         f"sample_batch_steps={steps} steps (B = E x T, env-major as PARL); send whole unrolls or "
+                         "build IMPALA with the actors' unroll length")
 
 
 def a3c_hyperparameters(vf_loss_coeff: Any, max_grad_norm: Any, reduction: Any) -> dict[str, Any]:

@@ -32,12 +32,11 @@ __all__ = ["IMPALA", "VTraceLoss"]
 class IMPALA(Algorithm):
     """Importance-weighted actor-learner: actor-critic on V-trace targets, for discrete actions.
 
-    Same batch layout, losses, returns and errors as ``parl_algorithms.torch.IMPALA``: a learn batch is
-    ``E`` unrolls of ``T = sample_batch_steps`` steps flattened **time-major** to ``B = T * E`` rows (row
-    ``t * E + e``; PARL 2.2.1's paddle IMPALA reads rows env-major, ``e * T + t``, and its ``sample``
-    returns ``(probs, logits)``: both follow the torch backend here so a batch means the same on both).
-    The last step of each unroll only bootstraps; losses are sums (PARL); Adam with a global
-    gradient-norm clip of ``max_grad_norm`` (PARL: 40).
+    Same batch layout, losses, returns and errors as ``parl_algorithms.torch.IMPALA``, the layout and
+    returns of PARL 2.2.1's paddle IMPALA: a learn batch is ``E`` unrolls of ``T = sample_batch_steps``
+    steps flattened **env-major** to ``B = E * T`` rows (row ``e * T + t`` is step ``t`` of unroll ``e``),
+    and ``sample`` returns ``(probs, logits)``. The last step of each unroll only bootstraps; losses are
+    sums (PARL); Adam with a global gradient-norm clip of ``max_grad_norm`` (PARL: 40).
 
     The model must define ``policy(obs) -> logits float32 [B, A]`` and ``value(obs) -> float32 [B]`` or
     ``[B, 1]``; ``policy_and_value(obs)`` is used instead when defined (one forward pass).
@@ -96,16 +95,18 @@ class IMPALA(Algorithm):
 
     @readable_shape_errors
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
-        """Sample actions from the current policy (the behaviour policy of an actor).
+        """The current policy's action probabilities (an actor draws its action from them), PARL's ``sample``.
 
         Args:
             obs: float32 ``[B, *obs_shape]``.
 
         Returns:
-            ``(actions int64 [B], behaviour_logits float32 [B, num_actions])``.
+            ``(probs float32 [B, num_actions], behaviour_logits float32 [B, num_actions])``: ``probs`` the
+            softmax of the logits (each row sums to 1); the caller samples the action from it and passes the
+            logits to ``learn`` as ``behaviour_logits``.
         """
         logits = self._logits(obs_batch(obs, "IMPALA"))
-        return paddle.multinomial(F.softmax(logits, axis=-1), 1).squeeze(1), logits
+        return F.softmax(logits, axis=-1), logits
 
     @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
@@ -116,10 +117,11 @@ class IMPALA(Algorithm):
     def learn(self, obs: paddle.Tensor, actions: paddle.Tensor, behaviour_logits: paddle.Tensor,
               rewards: paddle.Tensor, dones: paddle.Tensor, learning_rate: float,
               entropy_coeff: float) -> tuple[VTraceLoss, paddle.Tensor]:
-        """One Adam step on a batch of ``E`` time-major unrolls (``B = T * E``, ``T = sample_batch_steps``).
+        """One Adam step on ``E`` env-major unrolls (``B = E * T``, ``T = sample_batch_steps``; PARL's layout).
 
         Args:
-            obs: float32 ``[B, *obs_shape]`` (e.g. ``[B, C, H, W]`` on Atari), row ``t * E + e``.
+            obs: float32 ``[B, *obs_shape]`` (e.g. ``[B, C, H, W]`` on Atari), row ``e * T + t`` (step ``t``
+                of unroll ``e``); every other argument has its rows in the same order.
             actions: int64 ``[B]`` the actions taken.
             behaviour_logits: float32 ``[B, num_actions]`` the actor's logits when it acted.
             rewards: float32 ``[B]``.
@@ -155,8 +157,8 @@ class IMPALA(Algorithm):
             target_log_softmax = F.log_softmax(logits.detach(), axis=-1)
             kl = (target_log_softmax.exp() * (target_log_softmax - behaviour_log_softmax)).sum(-1).mean()
 
-        def unrolls(x: paddle.Tensor) -> paddle.Tensor:
-            return x.reshape([T, batch // T])
+        def unrolls(x: paddle.Tensor) -> paddle.Tensor:  # [E * T] env-major -> [T, E] (PARL's split_batches)
+            return x.reshape([batch // T, T]).transpose([1, 0])
 
         values_tb = unrolls(values)
         vtrace = from_importance_weights(

@@ -33,10 +33,11 @@ __all__ = ["IMPALA", "VTraceLoss"]
 class IMPALA(LazyInfo, Algorithm):
     """Importance-weighted actor-learner: actor-critic on V-trace targets, for discrete actions.
 
-    A learn batch is ``E`` unrolls of ``T = sample_batch_steps`` steps each, flattened **time-major**
-    to ``B = T * E`` rows (row ``t * E + e`` is step ``t`` of unroll ``e``, i.e. ``x.reshape(T, E)``
-    recovers the unrolls). As PARL, the value of each unroll's last step is the bootstrap value and
-    the loss covers its first ``T - 1`` steps. Losses are sums over the batch (PARL); Adam with a
+    A learn batch is ``E`` unrolls of ``T = sample_batch_steps`` steps each, flattened **env-major**
+    to ``B = E * T`` rows, PARL 2.2.1's layout (row ``e * T + t`` is step ``t`` of unroll ``e``, i.e.
+    ``x.reshape(E, T)`` recovers the unrolls; from ``[T, E, ...]`` arrays, ``x.swapaxes(0, 1).reshape(E * T,
+    ...)``). As PARL, the value of each unroll's last step is the bootstrap value and the loss covers its
+    first ``T - 1`` steps. Losses are sums over the batch (PARL); Adam with a
     global gradient-norm clip of ``max_grad_norm`` (PARL: 40).
 
     The model must define ``policy(obs) -> logits float32 [B, A]`` and ``value(obs) -> float32 [B]``
@@ -96,16 +97,18 @@ class IMPALA(LazyInfo, Algorithm):
     @on_device
     @readable_shape_errors
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sample actions from the current policy (the behaviour policy of an actor).
+        """The current policy's action probabilities (an actor draws its action from them), PARL's ``sample``.
 
         Args:
             obs: float32 ``[B, *obs_shape]``.
 
         Returns:
-            ``(actions int64 [B], behaviour_logits float32 [B, num_actions])`` (PARL's ``sample``).
+            ``(probs float32 [B, num_actions], behaviour_logits float32 [B, num_actions])``: ``probs`` the
+            softmax of the logits (each row sums to 1); the caller samples the action from it (e.g.
+            ``torch.multinomial(probs, 1)``) and passes the logits to ``learn`` as ``behaviour_logits``.
         """
         logits = self._logits(obs_batch(obs, "IMPALA"))
-        return torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(1), logits
+        return F.softmax(logits, dim=-1), logits
 
     @on_device
     @readable_shape_errors
@@ -117,10 +120,11 @@ class IMPALA(LazyInfo, Algorithm):
     @readable_shape_errors
     def learn(self, obs: torch.Tensor, actions: torch.Tensor, behaviour_logits: torch.Tensor, rewards: torch.Tensor,
               dones: torch.Tensor, learning_rate: float, entropy_coeff: float) -> tuple[VTraceLoss, torch.Tensor]:
-        """One Adam step on a batch of ``E`` time-major unrolls (``B = T * E``, ``T = sample_batch_steps``).
+        """One Adam step on ``E`` env-major unrolls (``B = E * T``, ``T = sample_batch_steps``; PARL's layout).
 
         Args:
-            obs: float32 ``[B, *obs_shape]`` (e.g. ``[B, C, H, W]`` on Atari), row ``t * E + e``.
+            obs: float32 ``[B, *obs_shape]`` (e.g. ``[B, C, H, W]`` on Atari), row ``e * T + t`` (step ``t``
+                of unroll ``e``); every other argument has its rows in the same order.
             actions: int64 ``[B]`` the actions taken.
             behaviour_logits: float32 ``[B, num_actions]`` the actor's logits when it acted.
             rewards: float32 ``[B]``.
@@ -156,8 +160,8 @@ class IMPALA(LazyInfo, Algorithm):
             target_log_softmax = F.log_softmax(logits, dim=-1)
             kl = (target_log_softmax.exp() * (target_log_softmax - behaviour_log_softmax)).sum(-1).mean()
 
-        def unrolls(x: torch.Tensor) -> torch.Tensor:
-            return x.reshape(T, batch // T)
+        def unrolls(x: torch.Tensor) -> torch.Tensor:  # [E * T] env-major -> [T, E] (PARL's split_batches)
+            return x.reshape(batch // T, T).transpose(0, 1)
 
         values_tb = unrolls(values)
         vtrace = from_importance_weights(
