@@ -15,7 +15,8 @@ import psutil
 import pytest
 import zmq
 from conftest import start_cluster, wait_until
-from test_unsigned_notices import _fuzz_frames
+from test_security import _Touch
+from test_unsigned_notices import Counter, _fuzz_frames
 
 import parl_remote as xparl
 from parl_remote.cluster_client import ClusterClient
@@ -25,26 +26,6 @@ from parl_remote.wire.signing import Signer
 pytestmark = pytest.mark.timeout(240)
 
 PER_ENDPOINT = 1500  # messages sent to each endpoint
-
-
-class _Touch:
-    """Unpickling this creates a file: the proof that bytes were unpickled."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __reduce__(self):
-        return (pathlib.Path.touch, (pathlib.Path(self.path),))
-
-
-@xparl.remote_class
-class Counter:
-    def __init__(self):
-        self.n = 0
-
-    def add(self, k):
-        self.n += k
-        return self.n
 
 
 def _marker_frames(marker: pathlib.Path, rng: random.Random, i: int) -> list[bytes]:
