@@ -42,11 +42,10 @@ class RayFuture(RemoteFuture):
     """
 
     def __init__(self, ref: Any, ray: Any, translate: Any) -> None:
-        self._watch_lock = threading.Lock()
         self._watching = False
         self._ray_ref, self._ray, self._translate_error = ref, ray, translate
         super().__init__()
-        self.set_running_or_notify_cancel()
+        self._state = "RUNNING"  # set_running_or_notify_cancel() without its lock: nobody else holds this yet
 
     @property
     def _waiters(self) -> list:
@@ -62,7 +61,7 @@ class RayFuture(RemoteFuture):
         self.__dict__["_waiter_list"] = value
 
     def _watch(self) -> None:
-        with self._watch_lock:
+        with _WATCH_LOCK:  # one lock for all: taken once per future that something waits on
             if self._watching:
                 return
             self._watching = True
