@@ -155,7 +155,7 @@ def get_global_client() -> Client:
             "not connected: call parl.connect('host:port') (or parl.connect() for a local cluster) before "
             "creating a remote actor"
         )
-    if client.pid != os.getpid() and getattr(client, "engine", "xparl") == "ray":
+    if client.pid != os.getpid() and client.engine == "ray":
         raise ClusterConnectionError("a forked process cannot use its parent's Ray connection; call "
                                      f"parl.connect({client.address!r}) in it")
     if client.pid != os.getpid():  # forked child: open our own sockets

@@ -58,6 +58,8 @@ class Client:
         ClusterConnectionError, AuthenticationError, VersionMismatchError: see ``connect``.
     """
 
+    engine = "xparl"  # RayClient's is "ray" (client/connection.py picks one by address)
+
     def __init__(
         self,
         address: str,

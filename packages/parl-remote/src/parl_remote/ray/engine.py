@@ -140,19 +140,20 @@ class RayClient:
         self.actors: weakref.WeakSet[RayActor] = weakref.WeakSet()
         self.runtime_env: dict[str, Any] = {"env_vars": {"XPARL": "True"}}  # a decorated class is the class itself
         self.owns_ray = not ray.is_initialized()
-        if self.owns_ray:
+        if not self.owns_ray:
+            if distributed_files:  # Ray takes a local folder only in ray.init's runtime_env, which was the user's
+                raise ValueError(
+                    "distributed_files on a Ray connection this process opened itself (ray.init before parl.connect) "
+                    "cannot be shipped: Ray uploads local folders only at ray.init. Call parl.connect('ray', "
+                    "distributed_files=[...]) without ray.init, or pass runtime_env={'working_dir': ...} to ray.init"
+                )
+            logger.info("using this process's existing Ray connection (ray.init was called before parl.connect)")
+        else:
             bundle = files.collect(tuple(distributed_files), files.entry_directory())
             if bundle:
                 folder = files.extract(config.state_dir() / "cache" / "ray-working-dirs", files.bundle_hash(bundle),
                                        bundle)
                 self.runtime_env["working_dir"] = str(folder)
-        elif distributed_files:  # Ray takes a local folder only in ray.init's runtime_env, which was the user's
-            raise ValueError(
-                "distributed_files on a Ray connection this process opened itself (ray.init before parl.connect) "
-                "cannot be shipped: Ray uploads local folders only at ray.init. Call parl.connect('ray', "
-                "distributed_files=[...]) without ray.init, or pass runtime_env={'working_dir': ...} to ray.init"
-            )
-        if self.owns_ray:
             target = _ray_target(address)
             _check_reachable(target)
             try:
@@ -164,8 +165,6 @@ class RayClient:
                     "authentication, set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token) as the "
                     "cluster has them"
                 ) from exc
-        else:
-            logger.info("using this process's existing Ray connection (ray.init was called before parl.connect)")
         self._host_classes: dict[type, tuple[Any, frozenset]] = {}
 
     def logs_url(self) -> None:
@@ -227,8 +226,10 @@ class RayClient:
         return made
 
     def _check_feasible(self, n_gpu: int) -> None:
+        if not n_gpu:  # a CPU actor: nothing to ask the cluster (ray.nodes() is a round trip to its GCS)
+            return
         nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
-        if n_gpu and not any(r.get("GPU", 0) >= n_gpu for r in nodes):
+        if not any(r.get("GPU", 0) >= n_gpu for r in nodes):
             per_node = sorted(int(r.get("GPU", 0)) for r in nodes)
             raise ResourceError(
                 f"@remote_class(n_gpu={n_gpu}), but no node of the Ray cluster at {self.address} has that many GPUs "
@@ -265,7 +266,6 @@ class RayActor:
 
     def __init__(self, client: RayClient, handle: Any, info: dict, class_name: str,
                  forwarded: frozenset = frozenset()) -> None:
-        self.client = client
         self.ray = client.ray
         self.handle = handle
         self._call = handle.call  # the actor methods, looked up once (a handle builds one per attribute access)

@@ -5,12 +5,13 @@ which have ``parl-remote`` installed). ``__init__`` does nothing, so Ray's creat
 that the actor holds its resources (CPU, GPUs, memory); ``construct`` then loads the user's class the way an
 xparl job does (by reference under ``XPARL=True``, so a decorated class is the class itself, else by value)
 and builds the object, so an exception in the user's ``__init__`` reaches the caller as its own type.
-Methods, attribute reads and writes go through ``call`` / ``get_attr`` / ``set_attr``; a user exception is
-raised by Ray as a ``RayTaskError`` carrying it, and the actor stays alive (PARL's rule here as on xparl).
+Methods go through one actor method per user method (``host_class_for``; ``call`` for the rest), attribute
+reads and writes through ``get_attr`` / ``set_attr``; a user exception is raised by Ray as a ``RayTaskError``
+carrying it, and the actor stays alive (PARL's rule here as on xparl).
 
 ``max_memory``: a thread compares the process's resident memory with what it held right before the user's
-class was built (PARL's rule, as xparl's worker does) and ends the actor through Ray's own exit path, so the
-caller's ``ActorDiedError`` carries the reason.
+class was built (PARL's rule, as xparl's worker does); past it, the actor leaves the reason in Ray's key-value
+store (``death_key``), where the caller's ``ActorDiedError`` picks it up, and exits at once.
 """
 
 from __future__ import annotations
@@ -20,20 +21,12 @@ import logging
 import os
 import socket
 import threading
+import time
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 MEMORY_CHECK_INTERVAL_S = 0.2  # how often the resident memory of an actor with max_memory is checked
-
-
-def memory_cause(max_memory_mib: float, rss_mib: float, base_mib: float) -> str:
-    """The reason given when an actor grew past ``max_memory`` (MiB)."""
-    return (
-        f"exceeded max_memory={max_memory_mib:g} MB (resident memory {rss_mib:.0f} MB, "
-        f"{rss_mib - base_mib:.0f} MB more than when the actor started); "
-        "raise max_memory in @remote_class or use less memory"
-    )
 
 
 class RayHost:
@@ -44,7 +37,6 @@ class RayHost:
     def __init__(self, class_name: str = "RayHost") -> None:
         self.class_name = class_name  # Ray reads __repr__ once the actor is created, before construct
         self.obj: Any = None
-        self._stop = threading.Event()
 
     def construct(self, class_ref: Any, class_blob: bytes | None, args: tuple, kwargs: dict,
                   max_memory_mib: float | None, n_gpu: int = 0) -> dict:
@@ -87,12 +79,14 @@ class RayHost:
     def _watch_memory(self, max_memory_mib: float, base_mib: float) -> None:
         import psutil
 
+        from parl_remote.server.exits import max_memory_cause
+
         process = psutil.Process()
-        while not self._stop.wait(MEMORY_CHECK_INTERVAL_S):
+        while True:  # a daemon thread: it ends with the process
+            time.sleep(MEMORY_CHECK_INTERVAL_S)
             rss_mib = process.memory_info().rss / 2**20
             if rss_mib > max_memory_mib + base_mib:
-                self._exit(memory_cause(max_memory_mib, rss_mib, base_mib))
-                return
+                self._exit(max_memory_cause(max_memory_mib, rss_mib, base_mib))
 
     @staticmethod
     def _exit(detail: str) -> None:

@@ -1,4 +1,4 @@
-"""The exit codes of a job process, and how the worker describes any process's end."""
+"""The exit codes of a job process, and how the worker (or the Ray engine's actor) describes an end."""
 
 from __future__ import annotations
 
@@ -25,3 +25,12 @@ def describe_exit(returncode: int) -> str:
     if returncode == EXIT_WORKER_GONE:
         return "its worker process ended"
     return f"exited with code {returncode}"
+
+
+def max_memory_cause(max_memory_mb: float, rss_mb: float, base_rss_mb: float) -> str:
+    """Why an actor was ended for growing past ``max_memory`` (MB, above ``base_rss_mb``: PARL's rule)."""
+    return (
+        f"exceeded max_memory={max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB, "
+        f"{rss_mb - base_rss_mb:.0f} MB more than when the actor started); "
+        "raise max_memory in @remote_class or use less memory"
+    )

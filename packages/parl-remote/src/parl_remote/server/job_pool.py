@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from parl_remote import config
-from parl_remote.server.exits import describe_exit
+from parl_remote.server.exits import describe_exit, max_memory_cause
 from parl_remote.wire import shm
 from parl_remote.wire.protocol import MsgType
 
@@ -163,11 +163,7 @@ class JobPool:
                 except psutil.Error:
                     continue
                 if rss_mb > job.max_memory_mb + job.base_rss_mb:
-                    job.kill_cause = (
-                        f"exceeded max_memory={job.max_memory_mb:g} MB (resident memory {rss_mb:.0f} MB, "
-                        f"{rss_mb - job.base_rss_mb:.0f} MB more than when the actor started); "
-                        "raise max_memory in @remote_class or use less memory"
-                    )
+                    job.kill_cause = max_memory_cause(job.max_memory_mb, rss_mb, job.base_rss_mb)
                     job.kill()
         while len(self.jobs) < self.cpu_num and self.running:
             self._spawn_job()
