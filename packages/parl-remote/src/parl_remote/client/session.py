@@ -184,7 +184,7 @@ class Client:
         finally:
             shm.remove_proof(proof)
 
-    def _create_actor(self, cls: type, options: dict, init_body: dict, files_hash: str, bundle: bytes,
+    def _create_actor(self, cls: type, options: dict, init_body: dict, files_hash: str, bundle: dict[str, bytes],
                       forward: bool) -> ActorConnection:
         """``create_actor`` once its INIT body is built (see there)."""
         # A granted job can be dead before it answers (killed while idle, before its worker told the master): such
