@@ -28,7 +28,7 @@ CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
 
 # Packages in dependency order: (folder, distribution name, extras used for development).
 PACKAGES = {
-    "parl-core": ("parl-core", "torch"),
+    "parl-core": ("parl-core", "torch,marl"),  # marl: the multi-agent envs (mpe2, LBF, RWARE)
     "parl-algorithms": ("parl-algorithms", ""),
     "parl-remote": ("parl-remote", ""),
     "parl-monitor": ("parl-monitor", ""),
