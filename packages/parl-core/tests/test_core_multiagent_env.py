@@ -138,6 +138,35 @@ def test_spread_global_reward_is_identical_for_all_agents_over_random_episodes()
             env.reset()
 
 
+@pytest.mark.parametrize(
+    ("env_id", "shared", "unit"),
+    [
+        ("mpe2:simple_speaker_listener_v4", True, "shared, global: both agents get the same reward"),
+        ("mpe2:simple_reference_v3", False, "per-agent mix: (1 - 0.5) x the global reward + 0.5 x"),
+    ],
+)
+def test_reward_unit_of_other_mpe2_scenarios(env_id, shared, unit):
+    env = make_multiagent_env(env_id)
+    assert env.reward_unit.startswith(unit)
+    rng = np.random.default_rng(0)
+    _, info = env.reset(seed=0)
+    rewards = np.stack([env.step(random_actions(env, info, rng))[1] for _ in range(25)])
+    assert (rewards == rewards[:, :1]).all() == shared
+
+
+def test_simple_tag_rewards_are_per_team():
+    env = make_multiagent_env("mpe2:simple_tag_v3")
+    assert env.agents == ["adversary_0", "adversary_1", "adversary_2", "agent_0"]
+    assert env.reward_unit.startswith("per-agent, two teams: every adversary gets +10")
+    env.reset(seed=0)
+    world = env._env.unwrapped.world
+    positions = [(0.02, 0.0), (0.5, 0.5), (-0.5, 0.5), (0.0, 0.0)]  # adversary_0 touches the good agent
+    for entity, pos in zip(world.agents + world.landmarks, positions + [(0.8, -0.8), (-0.8, -0.8)], strict=True):
+        entity.state.p_pos, entity.state.p_vel = np.array(pos), np.zeros(2)
+    _, reward, _, _, _ = env.step(np.zeros(4, np.int64))
+    np.testing.assert_array_equal(reward, [10.0, 10.0, 10.0, -10.0])  # one catch: +10 each adversary, -10 prey
+
+
 def test_mpe2_continuous_actions_in_the_box_and_out_of_it():
     env = make_multiagent_env("mpe2:simple_speaker_listener_v4", continuous_actions=True)
     assert (env.discrete, env.act_dims, env.act_dim, env.n_actions) == (False, [3, 5], 5, 5)
@@ -429,6 +458,15 @@ def test_maenv_old_names_name_parl_scenario(name, fix):
         MAenv(name)
     with pytest.raises(ValueError, match="not found; valid scenarios"):
         MAenv("simple_nothing")
+
+
+def test_maenv_render_takes_the_old_gym_mode(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = MAenv("simple_spread")
+    env.reset()
+    frame = env.render(mode="rgb_array")
+    assert frame.shape == (700, 700, 3) and frame.dtype == np.uint8 and frame.std() > 0
+    env.close()
 
 
 def test_maenv_seeding():
