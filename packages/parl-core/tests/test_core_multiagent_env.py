@@ -75,9 +75,24 @@ def test_spread_state_is_mpe2_state_and_the_concatenated_observations():
     assert env.agents == ["agent_0", "agent_1", "agent_2"]
 
 
+def test_mpe2_terminates_where_the_scenario_has_a_terminal_state():
+    env = make_multiagent_env(SPREAD, N=3, local_ratio=0.0, terminate_on_success=True)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step(np.zeros(3, np.int64))
+    assert (terminated, truncated) == (False, False)
+    world = env._env.unwrapped.world
+    for agent, landmark in zip(world.agents, world.landmarks, strict=True):  # every landmark covered
+        agent.state.p_pos, agent.state.p_vel = landmark.state.p_pos.copy(), np.zeros(2)
+    _, _, terminated, truncated, _ = env.step(np.zeros(3, np.int64))
+    assert (terminated, truncated) == (True, False)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(3, np.int64))
+
+
 def test_heterogeneous_agents_are_zero_padded_and_their_missing_actions_masked():
     env = make_multiagent_env("mpe2:simple_speaker_listener_v4")
     assert env.agents == ["speaker_0", "listener_0"] and env.act_dims == [3, 5]
+    np.testing.assert_array_equal(env.action_high, [2, 4])  # np.clip(actions, env.action_low, env.action_high)
     obs, info = env.reset(seed=0)
     raw = [env._env.unwrapped.observe(a) for a in env.agents]
     np.testing.assert_array_equal(obs[0, :3], raw[0])

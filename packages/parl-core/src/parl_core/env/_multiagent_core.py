@@ -32,8 +32,8 @@ class MultiAgentEnv:
             ``avail_actions``.
         act_dim: Box: the largest agent's action size; Discrete: ``n_actions`` (the one-hot width).
         act_dims: each agent's own Box size or Discrete n.
-        action_low, action_high: float32 [n_agents, act_dim], the Box bounds (padding entries 0); for
-            Discrete 0 and ``n - 1``.
+        action_low, action_high: Box: float32 [n_agents, act_dim], the bounds (padding entries 0);
+            Discrete: int64 [n_agents], 0 and each agent's ``n - 1``.
         observation_spaces, action_spaces: the env's own gymnasium spaces, lists in agent order.
         episode_limit: the step limit of an episode (reaching it is a truncation).
         reward_unit: one sentence: per-agent or shared, local or global.
@@ -69,8 +69,8 @@ class MultiAgentEnv:
             self.act_dims = [int(space.n) for space in self.action_spaces]
             self._uniform_n = self.act_dims[0] if len(set(self.act_dims)) == 1 else 0
             self.n_actions = self.act_dim = max(self.act_dims)
-            self.action_low = np.zeros((self.n_agents, 1), np.float32)
-            self.action_high = np.array([[n - 1] for n in self.act_dims], np.float32)
+            self.action_low = np.zeros(self.n_agents, np.int64)
+            self.action_high = np.array(self.act_dims, np.int64) - 1
             self._avail = np.arange(self.n_actions)[None, :] < np.array(self.act_dims)[:, None]
         elif all(issubclass(kind, spaces.Box) for kind in kinds):
             if any(len(space.shape) != 1 for space in self.action_spaces):
@@ -206,7 +206,7 @@ class MultiAgentEnv:
             if n:
                 if min(out) < 0 or max(out) >= n:
                     self._raise_bad_discrete(a)
-            elif not all(0 <= x < n for x, n in zip(out, self.act_dims, strict=True)):
+            elif not all(0 <= x < m for x, m in zip(out, self.act_dims, strict=True)):
                 self._raise_bad_discrete(a)
             if self._starts is not None:
                 out = [x + s for x, s in zip(out, self._starts, strict=True)]
