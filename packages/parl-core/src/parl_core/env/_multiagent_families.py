@@ -103,6 +103,8 @@ class MPE2Env(MultiAgentEnv):
         try:
             module = importlib.import_module(f"mpe2.{module_name}")
         except ModuleNotFoundError as exc:
+            if exc.name is None or not f"mpe2.{module_name}".startswith(exc.name) or exc.name == "mpe2":
+                raise ImportError(f"{env_id!r} needs mpe2 and its dependencies ({exc}): {MARL_EXTRA}") from exc
             raise ValueError(
                 f"mpe2 has no scenario {module_name!r}; use one of {sorted('mpe2:' + m for m in MPE2_MODULES.values())}"
             ) from exc
