@@ -286,6 +286,9 @@ def test_seeded_resets_reproduce_episodes(env_id):
     for x, y in zip(rollout(a, 7), rollout(b, 7), strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(rollout(a, 7)[0], rollout(a, 8)[0])
+    np.testing.assert_array_equal(a.reset(seed=np.int64(7))[0], rollout(b, 7)[0])  # numpy integers too
+    with pytest.raises(TypeError, match=r"reset\(seed=...\) takes an int or None, got 7.0"):
+        a.reset(seed=7.0)
 
 
 # ---------------------------------------------------------------------------------------------- vector env
@@ -328,6 +331,17 @@ def test_vector_env_auto_resets_on_the_same_step_like_single_envs_with_the_same_
             np.testing.assert_array_equal(vinfo["avail_actions"][e], info["avail_actions"])
     assert ends["truncated"] >= 3  # each env reached its 9-step limit at least once
     assert ends["terminated"] >= 1  # and random players ate the lone food in some episode
+
+
+def test_vector_env_with_box_actions():
+    vec = MultiAgentVectorEnv([lambda: make_multiagent_env(SPREAD, continuous_actions=True, max_cycles=3)] * 2)
+    assert (vec.discrete, vec.act_dim, vec.reward_unit) == (False, 5, make_multiagent_env(SPREAD).reward_unit)
+    obs, info = vec.reset(seed=0)
+    assert obs.shape == (2, 3, 18) and info["avail_actions"].shape == (2, 3, 5) and info["avail_actions"].all()
+    for t in range(1, 4):
+        obs, reward, terminated, truncated, info = vec.step(np.full((2, 3, 5), 0.5, np.float32))
+        assert reward.shape == (2, 3) and truncated.tolist() == [t == 3] * 2 and not terminated.any()
+    np.testing.assert_array_equal(info["episode_length"], [3, 3])
 
 
 def test_vector_env_checks():

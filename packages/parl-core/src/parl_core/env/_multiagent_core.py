@@ -112,7 +112,14 @@ class MultiAgentEnv:
         Returns:
             ``(obs float32 [n_agents, obs_dim], info)`` with ``info["state"]`` float32 [state_dim] and
             ``info["avail_actions"]`` bool [n_agents, n_actions].
+
+        Raises:
+            TypeError: ``seed`` is not an int (numpy integers are accepted).
         """
+        if seed is not None:
+            if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+                raise TypeError(f"reset(seed=...) takes an int or None, got {seed!r}")
+            seed = int(seed)
         raw = self._reset_raw(seed)
         self._raw_obs = raw
         self._needs_reset = False
