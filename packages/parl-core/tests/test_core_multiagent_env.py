@@ -513,7 +513,9 @@ def test_import_parl_env_stays_cheap_and_maenv_imports_without_mpe2():
         "import sys, parl.env\n"
         "from parl.env.multiagent_env import MAenv\n"
         "from parl.env import make_multiagent_env, MultiAgentVectorEnv\n"
-        "import parl.env.multiagent\n"
+        "import parl.env.multiagent, parl_core.env.multiagent_env\n"
+        "assert MAenv is parl_core.env.multiagent_env.MAenv and parl.env.MAenv is MAenv\n"
+        "assert parl.env.multiagent.make_multiagent_env is make_multiagent_env\n"
         "heavy = ('mpe2', 'pettingzoo', 'lbforaging', 'rware', 'torch', 'paddle')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
