@@ -278,12 +278,12 @@ def main() -> None:
         agent.save(os.path.join(logdir, "model", f"agent_{i}"))
     result = {
         "algorithm": "MADDPG", "backend": args.backend, "device": str(algs[0].device), "scenario": args.scenario,
-        "env_id": f"mpe2:{type(env.env).__module__.split('.')[-1] if hasattr(env, 'env') else args.scenario}",
-        "env_version": getattr(env, "env_version", None), "continuous_actions": args.continuous_actions,
+        "env_id": f"mpe2:{env.env.metadata['name']}", "env_version": env.env_version,
+        "continuous_actions": args.continuous_actions,
         "n_agents": env.n, "seed": args.seed, "envs": args.envs,
         "eval_return_mean": float(eval_returns.mean()), "eval_return_std": float(eval_returns.std()),
         "eval_episodes": int(len(eval_returns)),
-        "reward_unit": "episode return summed over the agents (PARL's metric)",
+        "reward_unit": f"episode return summed over the {env.n} agents (PARL's metric); rewards: {env.reward_unit}",
         "env_steps": step, "updates_per_agent": updates, "wall_s": round(wall, 3),
         "steps_per_s": round(step / wall, 1), "target_return": args.target_return, "reached": bool(reached),
     }
