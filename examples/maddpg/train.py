@@ -202,6 +202,7 @@ def main() -> None:
     functional = importlib.import_module(f"parl_algorithms.{args.backend}.marl_functional")
     ops.seed(args.seed)  # (torch: one CPU thread, 2-4x faster for these small networks)
     rng = np.random.default_rng(args.seed)
+    load_start = os.getloadavg()[0]  # the 1-minute load average of this shared machine (wall-clock context)
     start = time.perf_counter()
 
     envs = [MAenv(args.scenario, args.continuous_actions) for _ in range(args.envs)]
@@ -285,7 +286,9 @@ def main() -> None:
         "eval_episodes": int(len(eval_returns)),
         "reward_unit": f"episode return summed over the {env.n} agents (PARL's metric); rewards: {env.reward_unit}",
         "env_steps": step, "updates_per_agent": updates, "wall_s": round(wall, 3),
-        "steps_per_s": round(step / wall, 1), "target_return": args.target_return, "reached": bool(reached),
+        "steps_per_s": round(step / wall, 1), "cpu_s": round(time.process_time(), 1),
+        "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "target_return": args.target_return, "reached": bool(reached),
     }
     with open(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)
