@@ -339,6 +339,8 @@ def test_mismatched_agent_counts(M):
         alg.Q(obs_n, [act_n[0], np.zeros((B, 3), np.float32)])
     with pytest.raises(ValueError, match="same batch size"):
         alg.Q(obs_n, [act_n[0], act_n[1][:4]])
+    with pytest.raises(ValueError, match=r"MADDPG.learn: the model rejected inputs"):  # obs of another width
+        alg.learn([obs_n[0], np.zeros((B, 7), np.float32)], act_n, np.zeros(B, np.float32))
 
 
 @pytest.mark.parametrize("shape", [(B, 2), (B - 1,), (1, B)])
