@@ -33,6 +33,7 @@ _ALGORITHMS: dict[str, str] = {
     "OAC": "oac",
     "IQL": "iql",
     "DecisionTransformer": "dt",
+    "MADDPG": "maddpg",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]

@@ -1,0 +1,300 @@
+"""MADDPG on the multi-agent particle envs (mpe2) with parl.algorithms.MADDPG and PARL's MAenv.
+
+Algorithm box (Lowe et al. 2017, Algorithm 1, with PARL 2.2.1's benchmark/torch/maddpg recipe):
+
+    one MADDPG per agent i: actor mu_i(o_i), critic Q_i(o_1..o_N, a_1..a_N), target copies mu'_i, Q'_i
+    for each env step (25-step episodes; --envs copies of the scenario are stepped side by side):
+        a_i = MADDPG_i.sample(o_i)       Gumbel-softmax over a Discrete space, tanh(mean + std * N(0, 1)) for a Box
+        step the env; store (o_n, a_n, r_n, o'_n, terminated) in one replay memory of 1e5 joint transitions
+        every 100 env steps, once the memory holds more than 25,600 transitions, for each agent i:
+            draw 1024 transitions; a'_j = MADDPG_j.sample(o'_j, use_target_model=True) for every agent j
+            y = r_i + gamma * (1 - terminated) * Q'_i(o'_n, a'_n)         (marl_functional.maddpg_target_q)
+            MADDPG_i.learn(o_n, a_n, y): actor step, critic step, soft target update
+        every --eval-every env steps: --eval-episodes greedy episodes (predict: argmax of the softmax, or tanh(mean))
+
+Returns are summed over the agents (PARL's metric). On simple_spread (N=3, local_ratio=0) every agent gets the
+same global reward, so the sum is three times the team reward; a uniformly random policy scores about -158.6.
+An episode that ends at the 25-step limit is truncated, not terminated: its last step is bootstrapped (as the
+paper's code; PARL stored the time limit as a terminal).
+
+Usage::
+
+    python examples/maddpg/train.py --scenario simple_spread --seed 0 --logdir runs/maddpg/spread-seed0
+    python examples/maddpg/train.py --scenario simple_spread --continuous-actions --backend paddle
+
+Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, tensorboard scalars and a checkpoint per agent
+(``<logdir>/model/agent_<i>``, read back by ``--restore <logdir>/model``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import functools
+import importlib
+import json
+import os
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+import parl
+from parl.env.multiagent_env import MAenv
+from parl.utils import summary
+
+ACTOR_LR = 0.01
+CRITIC_LR = 0.01
+GAMMA = 0.95
+TAU = 0.01
+BATCH_SIZE = 1024
+MEMORY_SIZE = 100_000
+LEARNING_STARTS = BATCH_SIZE * 25  # PARL: min_memory_size = batch_size * max_episode_len
+UPDATE_EVERY = 100  # env steps between two updates of every agent
+MAX_STEP_PER_EPISODE = 25
+HIDDEN = 64
+
+
+@functools.cache
+def define_model(backend: str = "torch") -> type:
+    """PARL's ``MAModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    parl.set_backend(backend)
+    nets = importlib.import_module(f"parl_algorithms.{backend}.nets")
+    ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+    if backend == "torch":
+        import torch
+
+        def xavier_(net):  # PARL's torch weights_init_: Xavier-uniform weights, zero biases
+            for layer in net.layers:
+                torch.nn.init.xavier_uniform_(layer.weight)
+                torch.nn.init.zeros_(layer.bias)
+            return net
+    else:
+        def xavier_(net):  # paddle's Linear is initialised that way already (PARL's paddle MAModel)
+            return net
+
+    class MAModel(parl.Model):
+        """Actor ``obs -> 64 -> 64 -> act`` (ReLU) and critic ``[all obs, all actions] -> 64 -> 64 -> 1``.
+
+        ``policy(obs)`` -> logits float32 [B, act_dim], or ``(mean, log_std)`` each [B, act_dim] when continuous
+        (PARL's separate std head is the second half of the last layer here); ``value(obs_n, act_n)`` -> Q [B, 1].
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, critic_in_dim: int, continuous_actions: bool = False):
+            super().__init__()
+            self.act_dim = act_dim
+            self.continuous_actions = continuous_actions
+            self.actor = xavier_(nets.MLP([obs_dim, HIDDEN, HIDDEN, act_dim * (2 if continuous_actions else 1)]))
+            self.critic = xavier_(nets.MLP([critic_in_dim, HIDDEN, HIDDEN, 1]))
+
+        def policy(self, obs):
+            out = self.actor(obs)
+            return (out[:, :self.act_dim], out[:, self.act_dim:]) if self.continuous_actions else out
+
+        def value(self, obs_n, act_n):
+            return self.critic(ops.concat(list(obs_n) + list(act_n)))
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return self.critic.parameters()
+
+    return MAModel
+
+
+class JointReplayMemory:
+    """Joint transitions of all agents in numpy arrays: agent i's obs [capacity, obs_dim_i], action
+    [capacity, act_dim_i], next obs; rewards [capacity, n_agents]; terminated [capacity]."""
+
+    def __init__(self, capacity: int, obs_dims: list[int], act_dims: list[int]):
+        self.capacity, self.size, self.pos = capacity, 0, 0
+        self.obs = [np.zeros((capacity, d), np.float32) for d in obs_dims]
+        self.next_obs = [np.zeros((capacity, d), np.float32) for d in obs_dims]
+        self.act = [np.zeros((capacity, d), np.float32) for d in act_dims]
+        self.reward = np.zeros((capacity, len(obs_dims)), np.float32)
+        self.terminated = np.zeros(capacity, np.float32)
+
+    def extend(self, obs_n, act_n, reward, next_obs_n, terminated) -> None:
+        """Append E transitions: lists over agents of [E, dim] arrays, reward [E, n_agents], terminated [E]."""
+        rows = (self.pos + np.arange(len(reward))) % self.capacity
+        for store, values in ((self.obs, obs_n), (self.act, act_n), (self.next_obs, next_obs_n)):
+            for array, value in zip(store, values, strict=True):
+                array[rows] = value
+        self.reward[rows] = reward
+        self.terminated[rows] = terminated
+        self.pos = int(rows[-1] + 1) % self.capacity
+        self.size = min(self.size + len(reward), self.capacity)
+
+
+def update(algs, memory, rng, ops, functional) -> float:
+    """One MADDPG update of every agent (PARL's MAAgent.learn, each agent on its own batch); mean critic loss."""
+    losses = []
+    for i, alg in enumerate(algs):
+        idx = rng.integers(0, memory.size, BATCH_SIZE)
+        obs_n = [ops.tensor(o[idx]) for o in memory.obs]
+        act_n = [ops.tensor(a[idx]) for a in memory.act]
+        with ops.no_grad():
+            next_obs_n = [ops.tensor(o[idx]) for o in memory.next_obs]
+            next_act_n = [other.sample(o, use_target_model=True) for other, o in zip(algs, next_obs_n, strict=True)]
+            next_q = alg.Q(next_obs_n, next_act_n, use_target_model=True)
+            target_q = functional.maddpg_target_q(ops.tensor(memory.reward[idx, i]), next_q,
+                                                  ops.tensor(memory.terminated[idx]), GAMMA)
+        losses.append(float(alg.learn(obs_n, act_n, target_q)))
+    return float(np.mean(losses))
+
+
+def act(algs, obs_n, ops, explore: bool) -> list[np.ndarray]:
+    """Every agent's actions for E envs at once: obs_n is a list over agents of [E, obs_dim_i]."""
+    with ops.no_grad():
+        return [ops.to_numpy(alg.sample(ops.tensor(o)) if explore else alg.predict(ops.tensor(o)))
+                for alg, o in zip(algs, obs_n, strict=True)]
+
+
+def by_agent(obs_per_env: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """[env][agent] observations -> list over agents of [E, obs_dim_i]."""
+    return [np.stack(column) for column in zip(*obs_per_env, strict=True)]
+
+
+def evaluate(algs, envs: list[MAenv], episodes: int, ops) -> np.ndarray:
+    """Summed-over-agents returns of ``episodes`` greedy episodes (episode k seeded 10_000 + k), float64 [episodes]."""
+    returns = []
+    for start in range(0, episodes, len(envs)):
+        batch = envs[:min(len(envs), episodes - start)]
+        obs = [env.reset(seed=10_000 + start + e) for e, env in enumerate(batch)]
+        total = np.zeros(len(batch))
+        for _ in range(MAX_STEP_PER_EPISODE):
+            actions = act(algs, by_agent(obs), ops, explore=False)
+            for e, env in enumerate(batch):
+                obs[e], reward_n, _, _ = env.step([a[e] for a in actions])
+                total[e] += sum(reward_n)
+        returns.extend(total)
+    return np.asarray(returns)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenario", default="simple_spread", help="PARL's MPE scenario name (MAenv)")
+    parser.add_argument("--continuous-actions", action="store_true", help="Box actions (a squashed Gaussian)")
+    parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (paddle: cpu, gpu)  [default: the backend's]")
+    parser.add_argument("--logdir", default=None, help="default: runs/maddpg/<scenario>-seed<seed>")
+    parser.add_argument("--total-steps", type=int, default=625_000,
+                        help="env steps (every agent acts once); PARL's budget is 25,000 episodes = 625,000")
+    parser.add_argument("--envs", type=int, default=4,
+                        help="scenario copies stepped side by side (one policy call per agent for all of them)")
+    parser.add_argument("--learning-starts", type=int, default=LEARNING_STARTS)
+    parser.add_argument("--update-every", type=int, default=UPDATE_EVERY)
+    parser.add_argument("--eval-every", type=int, default=25_000, help="env steps (PARL: every 1,000 episodes)")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--final-eval-episodes", type=int, default=100)
+    parser.add_argument("--target-return", type=float, default=None, help="stop once an evaluation reaches it")
+    parser.add_argument("--restore", default=None, help="a checkpoint directory (<logdir>/model) to start from")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+    if args.total_steps % args.envs:
+        parser.error("--total-steps must be a multiple of --envs")
+    logdir = args.logdir or os.path.join("runs", "maddpg", f"{args.scenario}-seed{args.seed}")
+    os.makedirs(logdir, exist_ok=True)
+    summary.set_logdir(logdir)
+    ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
+    functional = importlib.import_module(f"parl_algorithms.{args.backend}.marl_functional")
+    ops.seed(args.seed)  # (torch: one CPU thread, 2-4x faster for these small networks)
+    rng = np.random.default_rng(args.seed)
+    load_start = os.getloadavg()[0]  # the 1-minute load average of this shared machine (wall-clock context)
+    start = time.perf_counter()
+
+    envs = [MAenv(args.scenario, args.continuous_actions) for _ in range(args.envs)]
+    eval_envs = [MAenv(args.scenario, args.continuous_actions) for _ in range(min(10, args.final_eval_episodes))]
+    env = envs[0]
+    critic_in_dim = sum(env.obs_shape_n) + sum(env.act_shape_n)
+    model_cls = define_model(args.backend)  # selects the backend first
+    algs = [parl.algorithms.MADDPG(model_cls(env.obs_shape_n[i], env.act_shape_n[i], critic_in_dim,
+                                             args.continuous_actions),
+                                   agent_index=i, act_space=env.action_space, gamma=GAMMA, tau=TAU,
+                                   actor_lr=ACTOR_LR, critic_lr=CRITIC_LR, device=args.device)
+            for i in range(env.n)]
+    agents = [parl.Agent(alg) for alg in algs]
+    if args.restore:
+        for i, agent in enumerate(agents):
+            agent.restore(os.path.join(args.restore, f"agent_{i}"))
+    memory = JointReplayMemory(MEMORY_SIZE, env.obs_shape_n, env.act_shape_n)
+
+    curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
+    curve = csv.writer(curve_file)
+    curve.writerow(["env_steps", "wall_s", "eval_return_mean", "eval_return_std", "train_return_mean",
+                    "steps_per_s"])
+    obs = [e.reset(seed=args.seed * 1_000 + k) for k, e in enumerate(envs)]
+    ep_return, ep_len = np.zeros(args.envs), np.zeros(args.envs, np.int64)
+    train_returns, eval_returns, reached, updates, critic_loss = [], np.array([np.nan]), False, 0, float("nan")
+    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step", mininterval=2.0)
+    step = 0
+    while step < args.total_steps and not reached:
+        obs_n = by_agent(obs)
+        act_n = act(algs, obs_n, ops, explore=True)
+        next_obs, rewards, terminated = [], np.zeros((args.envs, env.n), np.float32), np.zeros(args.envs, bool)
+        for k, e in enumerate(envs):
+            o, reward_n, done_n, _ = e.step([a[k] for a in act_n])
+            rewards[k] = reward_n
+            next_obs.append(o)
+            ep_len[k] += 1
+            ep_return[k] += sum(reward_n)
+            # mpe2 ends every episode at 25 steps (a truncation): only an earlier end is a termination
+            terminated[k] = all(done_n) and ep_len[k] < MAX_STEP_PER_EPISODE
+            if all(done_n) or ep_len[k] >= MAX_STEP_PER_EPISODE:
+                train_returns.append(ep_return[k])
+                summary.add_scalar("train/episode_return", ep_return[k], step + k + 1)
+                ep_return[k], ep_len[k] = 0.0, 0
+                o = e.reset()
+            obs[k] = o
+        memory.extend(obs_n, act_n, rewards, by_agent(next_obs), terminated)
+        for _ in range(args.envs):  # PARL's per-step learn() call, which updates every --update-every env steps
+            step += 1
+            if step % args.update_every == 0 and memory.size > args.learning_starts:
+                critic_loss = update(algs, memory, rng, ops, functional)
+                updates += 1
+        bar.update(args.envs)
+        if step % args.eval_every < args.envs or step >= args.total_steps:
+            eval_returns = evaluate(algs, eval_envs, args.eval_episodes if step < args.total_steps
+                                    else args.final_eval_episodes, ops)
+            wall = time.perf_counter() - start
+            recent = float(np.mean(train_returns[-100:])) if train_returns else float("nan")
+            curve.writerow([step, round(wall, 2), round(float(eval_returns.mean()), 3),
+                            round(float(eval_returns.std()), 3), round(recent, 3), round(step / wall, 1)])
+            curve_file.flush()
+            summary.add_scalar("eval/return_mean", float(eval_returns.mean()), step)
+            summary.add_scalar("train/critic_loss", critic_loss, step)
+            for key, value in algs[0].last_info.items():
+                summary.add_scalar(f"agent0/{key}", value, step)
+            bar.set_postfix(eval=f"{eval_returns.mean():.1f}", train=f"{recent:.1f}")
+            reached = args.target_return is not None and eval_returns.mean() >= args.target_return
+    bar.close()
+    curve_file.close()
+    if step < args.total_steps or len(eval_returns) != args.final_eval_episodes:  # stopped early: a final evaluation
+        eval_returns = evaluate(algs, eval_envs, args.final_eval_episodes, ops)
+    wall = time.perf_counter() - start
+    os.makedirs(os.path.join(logdir, "model"), exist_ok=True)
+    for i, agent in enumerate(agents):
+        agent.save(os.path.join(logdir, "model", f"agent_{i}"))
+    result = {
+        "algorithm": "MADDPG", "backend": args.backend, "device": str(algs[0].device), "scenario": args.scenario,
+        "env_id": f"mpe2:{env.env.metadata['name']}", "env_version": env.env_version,
+        "continuous_actions": args.continuous_actions,
+        "n_agents": env.n, "seed": args.seed, "envs": args.envs,
+        "eval_return_mean": float(eval_returns.mean()), "eval_return_std": float(eval_returns.std()),
+        "eval_episodes": int(len(eval_returns)),
+        "reward_unit": f"episode return summed over the {env.n} agents (PARL's metric); rewards: {env.reward_unit}",
+        "env_steps": step, "updates_per_agent": updates, "wall_s": round(wall, 3),
+        "steps_per_s": round(step / wall, 1), "cpu_s": round(time.process_time(), 1),
+        "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "target_return": args.target_return, "reached": bool(reached),
+    }
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    summary.flush()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
