@@ -33,6 +33,7 @@ _ALGORITHMS: dict[str, str] = {
     "OAC": "oac",
     "IQL": "iql",
     "DecisionTransformer": "dt",
+    "QMIX": "qmix",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
