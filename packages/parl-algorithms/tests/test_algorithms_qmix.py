@@ -150,7 +150,7 @@ def test_example_mixer_is_monotonic():
     train = load_example()
     rng = np.random.default_rng(1)
     torch.manual_seed(1)
-    mixer = train.QMixerModel(n_agents=2, state_dim=6, mixing_embed_dim=32, hypernet_embed_dim=64)
+    mixer = train.define_models("torch")[1](n_agents=2, state_dim=6, mixing_embed_dim=32, hypernet_embed_dim=64)
     for scale in (0.1, 1.0, 100.0):
         qs = torch.tensor(rng.normal(scale=scale, size=(16, 9, 2)).astype(np.float32), requires_grad=True)
         mixer(qs, torch.tensor(rng.normal(size=(16, 9, 6)).astype(np.float32))).sum().backward()
