@@ -444,6 +444,8 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=None, help="env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=None, help="greedy episodes per evaluation")
     parser.add_argument("--batch-size", type=int, default=None, help="episodes per QMIX.learn (default per env)")
+    parser.add_argument("--epsilon-anneal-steps", type=int, default=None,
+                        help="env steps over which epsilon decays linearly to its floor (default per env)")
     parser.add_argument("--restore", default=None, help="a checkpoint (model.ckpt) to start from")
     parser.add_argument("--target-return", type=float, default=None, help="stop once an evaluation reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -452,7 +454,7 @@ def main() -> None:
         parser.error("--actors must be >= 0")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = config_for(args.env)
-    for key in ("total_steps", "eval_every", "eval_episodes", "batch_size"):
+    for key in ("total_steps", "eval_every", "eval_episodes", "batch_size", "epsilon_anneal_steps"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     E = args.envs_per_actor or cfg["envs_per_collector"]

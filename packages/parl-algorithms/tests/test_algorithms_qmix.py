@@ -343,3 +343,39 @@ def test_torch_and_paddle_same_updates(kwargs):
         got = getattr(paddle_alg, name).get_weights()
         for key, value in expected.items():
             np.testing.assert_allclose(got[key], value, rtol=1e-3, atol=2e-5, err_msg=f"{name}.{key}")
+
+
+def coordination_batch(rng, episodes=128):
+    """One-step episodes of a 2-agent coordination game: the state s (one-hot, also each agent's observation with
+    its id) names the action both must take; team reward 1 only if both take action s. Actions uniform at random;
+    step 1 holds the final observation (terminal: padding, filled = 1)."""
+    s = rng.integers(0, 2, episodes)
+    actions = rng.integers(0, 3, (episodes, 2, 2))
+    state = np.zeros((episodes, 2, 2), np.float32)
+    state[np.arange(episodes), 0, s] = 1.0
+    obs = np.concatenate([np.repeat(state[:, :, None], 2, axis=2),
+                          np.broadcast_to(np.eye(2, dtype=np.float32), (episodes, 2, 2, 2))], axis=-1)
+    reward = np.zeros((episodes, 2, 1), np.float32)
+    reward[:, 0, 0] = (actions[:, 0, 0] == s) & (actions[:, 0, 1] == s)
+    return dict(state_batch=state, actions_batch=actions, reward_batch=reward,
+                terminated_batch=np.float32([[1], [0]])[None].repeat(episodes, 0), obs_batch=obs,
+                available_actions_batch=np.ones((episodes, 2, 2, 3), np.float32),
+                filled_batch=np.float32([[0], [1]])[None].repeat(episodes, 0))
+
+
+def test_learns_a_coordination_game(Q):
+    Q.seed(0)
+    alg = Q.QMIX(Q.RNNAgent(obs_dim=4, n_actions=3), Q.QMixer(n_agents=2, state_dim=2), lr=3e-3, device="cpu")
+    rng = np.random.default_rng(7)
+    for step in range(300):
+        alg.learn(**coordination_batch(rng, 64))
+        if step % 50 == 49:
+            alg.sync_target()
+    # greedy actions of both agents in both states: the coordinated one, s
+    obs = np.float32([[1, 0, 1, 0], [1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 0, 1]])  # (s, agent) = (0,0) (0,1) (1,0) (1,1)
+    alg._init_hidden_states(2)
+    q, _ = alg.predict_local_q(Q.tensor(obs), alg.hidden_states)
+    assert Q.numpy(q).argmax(-1).tolist() == [0, 0, 1, 1]
+    # and Q_tot fits the game: the TD loss of fresh episodes (target = the reward: one-step episodes) is small
+    loss, _ = alg.learn(**coordination_batch(rng, 256))
+    assert loss < 0.05
