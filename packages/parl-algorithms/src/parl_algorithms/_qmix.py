@@ -33,7 +33,7 @@ import numpy as np
 from parl_algorithms._validation import positive, unit_interval
 
 __all__ = ["CONTINUOUS_HINT", "BATCH_NAMES", "qmix_hyperparameters", "qmixer_n_agents", "check_episode_batch",
-           "transition_mask", "UNAVAILABLE_Q"]
+           "transition_mask", "UNAVAILABLE_Q", "ActingHiddenState"]
 
 ALGO = "QMIX"
 #: Q value given to unavailable actions before a max / argmax (PARL torch's constant)
@@ -214,3 +214,43 @@ def transition_mask(filled: Any) -> Any:
     ``(1 - filled)(1 - terminated)`` also drops the terminal transition; see the module docstring).
     """
     return 1 - filled[:, :-1]
+
+
+class _Hidden:
+    __slots__ = ("hidden_states", "target_hidden_states")
+
+    def __init__(self) -> None:
+        self.hidden_states: Any = None
+        self.target_hidden_states: Any = None
+
+
+class ActingHiddenState:
+    """PARL's acting-state attributes of QMIX, ``hidden_states`` and ``target_hidden_states``, held outside the
+    algorithm's own attributes (``Algorithm.state_dict`` saves every tensor attribute; the acting state of an
+    episode in progress is not part of a checkpoint). PARL's agents set them through ``_init_hidden_states`` and
+    write back the state ``predict_local_q`` returns."""
+
+    def _acting(self) -> _Hidden:
+        holder = self.__dict__.get("_acting_hidden")
+        if holder is None:
+            holder = self.__dict__["_acting_hidden"] = _Hidden()
+        return holder
+
+    @property
+    def hidden_states(self) -> Any:
+        """The acting hidden state ``[batch_size, n_agents, hidden]`` after ``_init_hidden_states``, then what the
+        agent stores (``[batch_size * n_agents, hidden]``); ``None`` before."""
+        return self._acting().hidden_states
+
+    @hidden_states.setter
+    def hidden_states(self, value: Any) -> None:
+        self._acting().hidden_states = value
+
+    @property
+    def target_hidden_states(self) -> Any:
+        """The target network's hidden state set by ``_init_hidden_states`` (PARL's attribute)."""
+        return self._acting().target_hidden_states
+
+    @target_hidden_states.setter
+    def target_hidden_states(self, value: Any) -> None:
+        self._acting().target_hidden_states = value

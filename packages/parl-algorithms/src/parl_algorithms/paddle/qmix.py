@@ -27,16 +27,6 @@ from parl_core.paddle.algorithm import check_paddle_model
 __all__ = ["QMIX"]
 
 
-class _Hidden:
-    """Holder of the acting hidden states (kept out of the algorithm's checkpoint, which saves tensor attributes)."""
-
-    __slots__ = ("hidden_states", "target_hidden_states")
-
-    def __init__(self) -> None:
-        self.hidden_states: paddle.Tensor | None = None
-        self.target_hidden_states: paddle.Tensor | None = None
-
-
 def _host(value: Any) -> Any:
     if isinstance(value, paddle.Tensor):
         return value.numpy()
@@ -47,7 +37,7 @@ def _tensor(value: Any) -> paddle.Tensor:
     return value if isinstance(value, paddle.Tensor) else paddle.to_tensor(np.asarray(value))
 
 
-class QMIX(Algorithm):
+class QMIX(_qmix.ActingHiddenState, Algorithm):
     """QMIX on paddle: same contracts, arguments, returns and errors as ``parl_algorithms.torch.QMIX``.
 
     Model contracts (PARL's): ``agent_model.init_hidden()`` -> ``[1, hidden]``; ``agent_model(obs
@@ -97,26 +87,7 @@ class QMIX(Algorithm):
         clip = None if self.clip_grad_norm is None else paddle.nn.ClipGradByGlobalNorm(self.clip_grad_norm)
         self.optimizer = RMSprop(list(agent_model.parameters()) + list(qmixer_model.parameters()),
                                  learning_rate=self.lr, alpha=0.99, eps=1e-5, grad_clip=clip)
-        self._hidden = _Hidden()
         self.last_info: dict[str, float] = {}
-
-    @property
-    def hidden_states(self) -> paddle.Tensor | None:
-        """Acting hidden state ``[batch_size, n_agents, hidden]`` after :meth:`_init_hidden_states` (PARL)."""
-        return self._hidden.hidden_states
-
-    @hidden_states.setter
-    def hidden_states(self, value: paddle.Tensor | None) -> None:
-        self._hidden.hidden_states = value
-
-    @property
-    def target_hidden_states(self) -> paddle.Tensor | None:
-        """The target network's hidden state of :meth:`_init_hidden_states` (PARL's attribute)."""
-        return self._hidden.target_hidden_states
-
-    @target_hidden_states.setter
-    def target_hidden_states(self, value: paddle.Tensor | None) -> None:
-        self._hidden.target_hidden_states = value
 
     def _initial_hidden(self, model: Model, batch_size: int) -> paddle.Tensor:
         return model.init_hidden().unsqueeze(0).expand([batch_size, self.n_agents, -1])

@@ -26,16 +26,6 @@ from parl_core.torch.device import DeviceLike, on_device
 __all__ = ["QMIX"]
 
 
-class _Hidden:
-    """Holder of the acting hidden states (kept out of the algorithm's checkpoint, which saves tensor attributes)."""
-
-    __slots__ = ("hidden_states", "target_hidden_states")
-
-    def __init__(self) -> None:
-        self.hidden_states: torch.Tensor | None = None
-        self.target_hidden_states: torch.Tensor | None = None
-
-
 def _check_torch_model(model: Any, role: str) -> None:
     if not isinstance(model, Model):
         other = "paddle" if any(c.__module__.startswith(("paddle", "parl_core.paddle")) for c in type(model).__mro__) \
@@ -52,7 +42,7 @@ def _host(value: Any) -> Any:
     return value if value is None or hasattr(value, "shape") else np.asarray(value)
 
 
-class QMIX(LazyInfo, Algorithm):
+class QMIX(_qmix.ActingHiddenState, LazyInfo, Algorithm):
     """QMIX: per-agent recurrent Q networks mixed into ``Q_tot`` by a state-conditioned monotonic mixer.
 
     Model contracts (PARL's):
@@ -105,27 +95,6 @@ class QMIX(LazyInfo, Algorithm):
             target.requires_grad_(False)
         params = list(self.agent_model.parameters()) + list(self.qmixer_model.parameters())
         self.optimizer = torch.optim.RMSprop(params, lr=self.lr, alpha=0.99, eps=1e-5)
-        self._hidden = _Hidden()
-
-    # -- PARL's acting state: the agent calls _init_hidden_states(n) and predict_local_q(obs, alg.hidden_states)
-    @property
-    def hidden_states(self) -> torch.Tensor | None:
-        """Acting hidden state ``[batch_size, n_agents, hidden]`` after :meth:`_init_hidden_states` (PARL's agent
-        passes it to :meth:`predict_local_q` and stores the returned one here)."""
-        return self._hidden.hidden_states
-
-    @hidden_states.setter
-    def hidden_states(self, value: torch.Tensor | None) -> None:
-        self._hidden.hidden_states = value
-
-    @property
-    def target_hidden_states(self) -> torch.Tensor | None:
-        """The target network's hidden state of :meth:`_init_hidden_states` (PARL's attribute)."""
-        return self._hidden.target_hidden_states
-
-    @target_hidden_states.setter
-    def target_hidden_states(self, value: torch.Tensor | None) -> None:
-        self._hidden.target_hidden_states = value
 
     def _initial_hidden(self, model: Model, batch_size: int) -> torch.Tensor:
         return model.init_hidden().unsqueeze(0).expand(batch_size, self.n_agents, -1)
