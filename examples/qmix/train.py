@@ -446,6 +446,10 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="episodes per QMIX.learn (default per env)")
     parser.add_argument("--epsilon-anneal-steps", type=int, default=None,
                         help="env steps over which epsilon decays linearly to its floor (default per env)")
+    parser.add_argument("--target-update-interval", type=int, default=None,
+                        help="QMIX.learn calls between target syncs (default per env)")
+    parser.add_argument("--no-reward-standardisation", action="store_true",
+                        help="train on the raw team reward (default: standardised, as EPyMARL, except on SMAC)")
     parser.add_argument("--restore", default=None, help="a checkpoint (model.ckpt) to start from")
     parser.add_argument("--target-return", type=float, default=None, help="stop once an evaluation reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -454,9 +458,12 @@ def main() -> None:
         parser.error("--actors must be >= 0")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = config_for(args.env)
-    for key in ("total_steps", "eval_every", "eval_episodes", "batch_size", "epsilon_anneal_steps"):
+    for key in ("total_steps", "eval_every", "eval_episodes", "batch_size", "epsilon_anneal_steps",
+                "target_update_interval"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
+    if args.no_reward_standardisation:
+        cfg["standardise_rewards"] = False
     E = args.envs_per_actor or cfg["envs_per_collector"]
     logdir = args.logdir or os.path.join("runs", "qmix", f"{args.env.replace(':', '_')}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)

@@ -49,10 +49,10 @@ def run(logdir, *args, timeout=400, expect=0):
     return result
 
 
-def check_tiny(result, logdir, actors):
+def check_tiny(result, logdir, actors, backend="torch"):
     assert result["algorithm"] == "QMIX" and result["env_id"] == LBF and result["actors"] == actors
     assert result["env_version"] == "lbforaging 2.0.0" and "team return = sum over agents" in result["reward_unit"]
-    assert result["backend"] == "torch" and result["envs_per_actor"] == 4 and result["actors_replaced"] == 0
+    assert result["backend"] == backend and result["envs_per_actor"] == 4 and result["actors_replaced"] == 0
     # the budget: whole collector calls of 4 envs stepped together (episodes of at most 50 steps)
     assert 600 <= result["env_steps"] < 600 + (4 * 50 if actors == 0 else 2 * 4 * 4 * 50)
     assert result["env_steps"] % 4 == 0 and result["total_steps"] == 600
@@ -79,6 +79,12 @@ def test_tiny_budget_in_process_and_restore(tmp_path):
                 str(tmp_path / "a" / "model.ckpt"))
     assert again["env_steps"] == 0 and again["updates"] == 0 and again["eval_episodes"] == 4
     assert again["eval_return_mean"] == result["eval_return_mean"]
+
+
+def test_tiny_budget_paddle(tmp_path):
+    pytest.importorskip("paddle")
+    result = run(tmp_path, *TINY, "--backend", "paddle")
+    check_tiny(result, tmp_path, actors=0, backend="paddle")
 
 
 def test_tiny_budget_two_remote_collectors(tmp_path):
