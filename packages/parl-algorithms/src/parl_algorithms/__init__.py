@@ -34,6 +34,7 @@ _ALGORITHMS: dict[str, str] = {
     "IQL": "iql",
     "DecisionTransformer": "dt",
     "MADDPG": "maddpg",
+    "QMIX": "qmix",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]

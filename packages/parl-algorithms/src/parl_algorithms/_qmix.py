@@ -1,0 +1,256 @@
+"""Framework-free half of QMIX (torch and paddle): hyperparameter and model checks, and the episode batch's layout
+and validation, one text per error whatever the backend.
+
+The episode batch (PARL's ``QMIX.learn`` arguments; ``B`` episodes of ``T`` steps, batch-major, time on axis 1):
+
+    state_batch              float32 [B, T, state_dim]        global state s_t
+    actions_batch            int     [B, T, n_agents]         a_t (index into the n_actions of each agent)
+    reward_batch             float32 [B, T, 1]                team reward r_t of the step t -> t+1
+    terminated_batch         float32 [B, T, 1]                1 where the step t -> t+1 ended the episode (terminal)
+    obs_batch                float32 [B, T, n_agents, obs_dim]
+    available_actions_batch  0/1     [B, T, n_agents, n_actions]
+    filled_batch             float32 [B, T, 1]                PARL's padding flag: 0 = a real step, 1 = padding
+
+Step ``t`` is a transition when ``t < T - 1`` (the last step only provides s', o' and the next available actions
+of step ``T - 2``) and ``filled[t] = 0``. Episodes shorter than ``T`` are padded after their end with
+``filled = 1`` (PARL pads with ``terminated = 1`` and zeros), so each episode's ``filled`` reads ``0...0 1...1``.
+An episode truncated by a time limit (not terminal) bootstraps from its last stored step: store
+``episode_limit + 1`` steps so that the final observation is the last step.
+
+Loss mask (where this deviates from PARL 2.2.1): ``mask_t = 1 - filled_t``. PARL multiplies it by
+``(1 - terminated_t)``, which also drops the terminal transition itself from the loss, so the reward of an
+episode's last step (LBF's last food, SMAC's win bonus) is never learned; PyMARL / EPyMARL (Rashid et al.'s
+code) keep it (their mask removes the steps *after* the terminal one). The terminal target is ``r_t`` (no
+bootstrap), as in PARL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parl_algorithms._validation import positive, unit_interval
+
+__all__ = ["CONTINUOUS_HINT", "BATCH_NAMES", "qmix_hyperparameters", "qmixer_n_agents", "check_episode_batch",
+           "transition_mask", "UNAVAILABLE_Q", "ActingHiddenState"]
+
+ALGO = "QMIX"
+#: Q value given to unavailable actions before a max / argmax (PARL torch's constant)
+UNAVAILABLE_Q = -1e10
+CONTINUOUS_HINT = ("QMIX is for Discrete action spaces only (its mixer combines one Q value per agent's chosen "
+                   "action); for continuous (Box) actions use MADDPG (parl.algorithms.MADDPG) or MAPPO "
+                   "(parl.algorithms.MAPPO)")
+BATCH_NAMES = ("state_batch", "actions_batch", "reward_batch", "terminated_batch", "obs_batch",
+               "available_actions_batch", "filled_batch")
+_SHAPES = {"state_batch": "[B, T, state_dim]", "actions_batch": "[B, T, n_agents]", "reward_batch": "[B, T, 1]",
+           "terminated_batch": "[B, T, 1]", "obs_batch": "[B, T, n_agents, obs_dim]",
+           "available_actions_batch": "[B, T, n_agents, n_actions]", "filled_batch": "[B, T, 1]"}
+
+
+def qmix_hyperparameters(double_q: Any, gamma: Any, lr: Any, clip_grad_norm: Any) -> dict[str, Any]:
+    """QMIX's checked constructor arguments (PARL's defaults are the caller's).
+
+    Returns:
+        ``{"double_q": bool, "gamma": float, "lr": float, "clip_grad_norm": float or None}``.
+
+    Raises:
+        ValueError: ``double_q`` not a bool, ``gamma`` outside ``[0, 1]``, ``lr`` not > 0, ``clip_grad_norm``
+            neither ``None`` nor > 0; the message gives an example.
+    """
+    if not isinstance(double_q, (bool, np.bool_)):
+        raise ValueError(f"QMIX needs double_q True or False, got {double_q!r}; e.g. QMIX(agent_model, "
+                         "qmixer_model, double_q=True)")
+    clip = None if clip_grad_norm is None else positive(clip_grad_norm, "clip_grad_norm", ALGO, "10")
+    return {"double_q": bool(double_q), "gamma": unit_interval(gamma, "gamma", ALGO, "0.99"),
+            "lr": positive(lr, "lr", ALGO, "0.0005"), "clip_grad_norm": clip}
+
+
+def qmixer_n_agents(qmixer_model: Any) -> int:
+    """``qmixer_model.n_agents`` (PARL's contract: an int attribute, not a method).
+
+    Raises:
+        ValueError: the attribute is missing, callable, or not a positive int.
+    """
+    n_agents = getattr(qmixer_model, "n_agents", None)
+    if callable(n_agents) or isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) \
+            or n_agents < 1:
+        raise ValueError(f"QMIX needs qmixer_model.n_agents, the number of agents as an int attribute (not a "
+                         f"method), got {n_agents!r}; set `self.n_agents = n_agents` in "
+                         f"{type(qmixer_model).__name__}.__init__")
+    return int(n_agents)
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    shape = getattr(value, "shape", None)
+    return None if shape is None else tuple(int(s) for s in shape)
+
+
+def check_episode_batch(arrays: dict[str, Any], n_agents: int) -> tuple[int, int, int]:
+    """Validate a ``QMIX.learn`` batch: shapes, agent counts, padding, masks and actions.
+
+    Args:
+        arrays: the seven batch arguments by name (:data:`BATCH_NAMES`). ``state_batch``, ``reward_batch`` and
+            ``obs_batch`` need only a ``shape``; ``actions_batch``, ``terminated_batch``,
+            ``available_actions_batch`` and ``filled_batch`` are read as numpy arrays (host copies).
+        n_agents: ``qmixer_model.n_agents``.
+
+    Returns:
+        ``(B, T, n_actions)``.
+
+    Raises:
+        ValueError: an argument is missing (``None``: QMIX needs its masks), a shape is not the documented one
+            (B / T / agent counts that disagree with each other or with ``qmixer_model.n_agents``, or fewer
+            than 2 steps), continuous (non-integer or ``[B, T, n_agents, act_dim]``) actions, ``filled`` not
+            0/1 of the form ``0...0 1...1`` per episode, real steps after a terminal step, a batch with no real
+            transition, an action out of range or unavailable on a real step, or a real step where an agent
+            has no available action.
+    """
+    missing = [name for name in BATCH_NAMES if arrays.get(name) is None]
+    if missing:
+        raise ValueError(f"QMIX.learn needs all seven batch arrays; {', '.join(missing)} is None. "
+                         "available_actions_batch [B, T, n_agents, n_actions] (1 = available; all ones when every "
+                         "action always is) and filled_batch [B, T, 1] (0 = a real step, 1 = padding after the "
+                         "episode; all zeros when nothing is padded) are the masks QMIX needs")
+    shapes = {name: _shape(arrays[name]) for name in BATCH_NAMES}
+    actions = shapes["actions_batch"]
+    if actions is not None and len(actions) == 4:
+        raise ValueError(f"QMIX.learn: actions_batch has shape {actions} [B, T, n_agents, act_dim], a continuous "
+                         f"action; {CONTINUOUS_HINT}")
+    ranks = {"state_batch": 3, "actions_batch": 3, "reward_batch": 3, "terminated_batch": 3, "obs_batch": 4,
+             "available_actions_batch": 4, "filled_batch": 3}
+    for name, rank in ranks.items():
+        if shapes[name] is None or len(shapes[name]) != rank:
+            raise ValueError(f"QMIX.learn: {name} must be {_SHAPES[name]}, got "
+                             f"{shapes[name] if shapes[name] is not None else type(arrays[name]).__name__}; "
+                             "batch whole episodes as [B, T, ...] (PARL's layout)")
+    batch, steps = shapes["state_batch"][:2]
+    for name in BATCH_NAMES:
+        if shapes[name][:2] != (batch, steps):
+            raise ValueError(f"QMIX.learn: every batch array is [B, T, ...] with the B={batch} episodes and T={steps} "
+                             f"steps of state_batch; {name} has shape {shapes[name]}")
+    for name in ("reward_batch", "terminated_batch", "filled_batch"):
+        if shapes[name][2] != 1:
+            raise ValueError(f"QMIX.learn: {name} must be {_SHAPES[name]} (one team value per step), got "
+                             f"{shapes[name]}; sum the agents' rewards into one team reward, and pass "
+                             f"{name}[..., None] for a [B, T] array")
+    counts = {"qmixer_model.n_agents": n_agents, "actions_batch": actions[2],
+              "obs_batch": shapes["obs_batch"][2], "available_actions_batch": shapes["available_actions_batch"][2]}
+    if len(set(counts.values())) != 1:
+        listed = ", ".join(f"{k}: {v}" for k, v in counts.items())
+        raise ValueError(f"QMIX.learn: the agent counts differ ({listed}); build the mixer with the env's "
+                         "n_agents (e.g. QMixerModel(n_agents=env.n_agents, ...)) and store one entry per agent in "
+                         "actions [B, T, n_agents], obs [B, T, n_agents, obs_dim] and available actions "
+                         "[B, T, n_agents, n_actions]")
+    if steps < 2:
+        raise ValueError(f"QMIX.learn needs T >= 2 steps per episode (step t's target uses step t + 1), got T={steps}")
+    n_actions = shapes["available_actions_batch"][3]
+    _check_values(arrays, n_actions)
+    return batch, steps, n_actions
+
+
+def _first(index: np.ndarray) -> str:
+    return "[" + ", ".join(str(int(i)) for i in np.argwhere(index)[0]) + "]"
+
+
+def _check_values(arrays: dict[str, Any], n_actions: int) -> None:
+    filled = np.asarray(arrays["filled_batch"])[..., 0]
+    terminated = np.asarray(arrays["terminated_batch"])[..., 0]
+    avail = np.asarray(arrays["available_actions_batch"])
+    actions = np.asarray(arrays["actions_batch"])
+    for name, value in (("filled_batch", filled), ("terminated_batch", terminated),
+                        ("available_actions_batch", avail)):
+        bad = (value != 0) & (value != 1)
+        if bad.any():
+            raise ValueError(f"QMIX.learn: {name} must hold 0 / 1 flags, got {value[bad].flat[0]!r} at "
+                             f"{_first(bad)}")
+    real = filled == 0
+    if np.any(np.diff(filled, axis=1) < 0):
+        episode = int(np.argwhere(np.diff(filled, axis=1) < 0)[0, 0])
+        raise ValueError(f"QMIX.learn: filled_batch[{episode}] is {filled[episode].astype(int).tolist()}, not of the "
+                         "form 0...0 1...1; filled is PARL's padding flag, 0 for the episode's real steps and 1 for "
+                         "the padding appended after its end (pad each episode at its end, never inside it)")
+    if not real[:, :-1].any():
+        raise ValueError("QMIX.learn: the batch has no real transition (filled_batch is 1 at every step but the last); "
+                         "filled is 0 on an episode's real steps and 1 only on the padding after its end")
+    after_terminal = (terminated[:, :-1] != 0) & real[:, :-1] & real[:, 1:]
+    if after_terminal.any():
+        b, t = np.argwhere(after_terminal)[0]
+        raise ValueError(f"QMIX.learn: terminated_batch[{b}, {t}] = 1 but step {t + 1} of episode {b} is not padding "
+                         f"(filled_batch[{b}, {t + 1}] = 0); the steps after an episode's terminal step must be "
+                         "padding with filled = 1 (one episode per row)")
+    none = real[:, :, None] & ~avail.any(axis=3)
+    if none.any():
+        raise ValueError(f"QMIX.learn: available_actions_batch{_first(none)} has no available action on a real step "
+                         "(filled = 0); every agent must have at least one available action (e.g. a no-op) on the "
+                         "steps of its episode")
+    if actions.dtype.kind == "f" and not np.array_equal(actions, np.round(actions)):
+        raise ValueError(f"QMIX.learn: actions_batch holds fractional values; it must hold action indices "
+                         f"[B, T, n_agents]. {CONTINUOUS_HINT}")
+    if actions.dtype.kind not in "iufb":
+        raise ValueError(f"QMIX.learn: actions_batch must hold integer action indices, got dtype {actions.dtype}")
+    used = real[:, :-1, None] & np.ones(actions.shape[2], bool)  # the steps whose action enters the loss
+    chosen = actions[:, :-1]
+    out = used & ((chosen < 0) | (chosen >= n_actions))
+    if out.any():
+        raise ValueError(f"QMIX.learn: actions_batch{_first(out)} = {int(chosen[out][0])} is outside [0, {n_actions}) "
+                         f"(n_actions from available_actions_batch [B, T, n_agents, n_actions])")
+    picked = np.take_along_axis(avail[:, :-1], np.clip(chosen, 0, n_actions - 1).astype(np.int64)[..., None],
+                                axis=3)[..., 0]
+    unavailable = used & (picked == 0)
+    if unavailable.any():
+        b, t, i = np.argwhere(unavailable)[0]
+        raise ValueError(f"QMIX.learn: actions_batch[{b}, {t}, {i}] = {int(chosen[b, t, i])} is unavailable "
+                         f"(available_actions_batch[{b}, {t}, {i}] = {avail[b, t, i].astype(int).tolist()}); "
+                         "choose actions among the available ones (mask the Q values / the random draw with "
+                         "env.avail_actions()) and store the mask of the step the action was taken in")
+
+
+def transition_mask(filled: Any) -> Any:
+    """``1 - filled[:, :-1]``: float ``[B, T - 1, 1]``, 1 on the transitions that enter the loss (any tensor type).
+
+    With a batch that passed :func:`check_episode_batch`, this is PyMARL's ``filled * (1 - terminated_{t-1})``
+    in PARL's padding convention: the terminal transition is kept, the padding after it is not (PARL 2.2.1's
+    ``(1 - filled)(1 - terminated)`` also drops the terminal transition; see the module docstring).
+    """
+    return 1 - filled[:, :-1]
+
+
+class _Hidden:
+    __slots__ = ("hidden_states", "target_hidden_states")
+
+    def __init__(self) -> None:
+        self.hidden_states: Any = None
+        self.target_hidden_states: Any = None
+
+
+class ActingHiddenState:
+    """PARL's acting-state attributes of QMIX, ``hidden_states`` and ``target_hidden_states``, held outside the
+    algorithm's own attributes (``Algorithm.state_dict`` saves every tensor attribute; the acting state of an
+    episode in progress is not part of a checkpoint). PARL's agents set them through ``_init_hidden_states`` and
+    write back the state ``predict_local_q`` returns."""
+
+    def _acting(self) -> _Hidden:
+        holder = self.__dict__.get("_acting_hidden")
+        if holder is None:
+            holder = self.__dict__["_acting_hidden"] = _Hidden()
+        return holder
+
+    @property
+    def hidden_states(self) -> Any:
+        """The acting hidden state ``[batch_size, n_agents, hidden]`` after ``_init_hidden_states``, then what the
+        agent stores (``[batch_size * n_agents, hidden]``); ``None`` before."""
+        return self._acting().hidden_states
+
+    @hidden_states.setter
+    def hidden_states(self, value: Any) -> None:
+        self._acting().hidden_states = value
+
+    @property
+    def target_hidden_states(self) -> Any:
+        """The target network's hidden state set by ``_init_hidden_states`` (PARL's attribute)."""
+        return self._acting().target_hidden_states
+
+    @target_hidden_states.setter
+    def target_hidden_states(self, value: Any) -> None:
+        self._acting().target_hidden_states = value
