@@ -33,6 +33,8 @@ _ALGORITHMS: dict[str, str] = {
     "OAC": "oac",
     "IQL": "iql",
     "DecisionTransformer": "dt",
+    "MAPPO": "mappo",
+    "PopArt": "mappo",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
