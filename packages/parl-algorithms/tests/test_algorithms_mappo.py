@@ -452,16 +452,18 @@ def test_agent_counts_and_unroll_layout():
     with pytest.raises(ValueError, match="batch count 2; lay the batch out as \\[T, E, n_agents"):
         _mappo.check_n_agents(3, batch=2)
     T, E, n = 4, 2, 3
-    unroll = dict(obs=np.zeros((T, E, n, 5)), cent_obs=np.zeros((T, E, n, 9)), actions=np.zeros((T, E, n, 1)),
-                  log_probs=np.zeros((T, E, n, 1)), values=np.zeros((T, E, n)), rewards=np.zeros((T, E, n)),
+    unroll = dict(obs=np.zeros((T, E, n, 5)), actions=np.zeros((T, E, n)), log_probs=np.zeros((T, E, n)),
+                  values=np.zeros((T + 1, E, n)), rewards=np.zeros((T, E, n)),
                   terminated=np.zeros((T, E), bool), truncated=np.zeros((T, E), bool))
     assert _mappo.check_unroll(unroll, 3) == (4, 2)
     with pytest.raises(ValueError, match="the env has 2 agents but the batch count 3"):
         _mappo.check_unroll(unroll, 2)
     with pytest.raises(ValueError, match=r"terminated must be bool \[T=4, E=2\]"):
         _mappo.check_unroll(dict(unroll, terminated=np.zeros((T, E, n), bool)), 3)
-    with pytest.raises(ValueError, match=r"lacks \['values'\]"):
-        _mappo.check_unroll({k: v for k, v in unroll.items() if k != "values"}, 3)
+    with pytest.raises(ValueError, match=r"lacks \['rewards'\]"):
+        _mappo.check_unroll({k: v for k, v in unroll.items() if k != "rewards"}, 3)
+    with pytest.raises(ValueError, match=r"values must be \[T \+ 1, E, n_agents\]"):
+        _mappo.check_unroll(dict(unroll, values=np.zeros((T, E, n))), 3)
     x = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)
     ids = _mappo.with_agent_ids(x)
     assert ids.shape == (2, 3, 5) and ids[1, 2].tolist() == [10.0, 11.0, 0.0, 0.0, 1.0]

@@ -261,28 +261,27 @@ def check_n_agents(n_agents: int, **counts: int | None) -> int:
 
 
 _UNROLL_KEYS = {
-    # key: (trailing shape after [T, E, n_agents] (None: any), dtype kind)
-    "obs": (1, "f"), "cent_obs": (1, "f"), "actions": (None, None), "log_probs": (1, "f"),
-    "values": (0, "f"), "rewards": (0, "f"),
+    # key: the number of axes after [T, E, n_agents] (None: any)
+    "obs": 1, "actions": None, "log_probs": 0, "rewards": 0,
 }
 
 
 def check_unroll(unroll: dict[str, np.ndarray], n_agents: int) -> tuple[int, int]:
     """Check a collected unroll's arrays ``[T, E, n_agents, ...]`` and return ``(T, E)``.
 
-    Keys: ``obs [T, E, n, obs_dim]``, ``cent_obs [T, E, n, cent_obs_dim]``, ``actions [T, E, n, width]``,
-    ``log_probs [T, E, n, k]``, ``values [T, E, n]``, ``rewards [T, E, n]``, ``terminated`` / ``truncated``
-    ``bool [T, E]``.
+    Keys: ``obs [T, E, n, obs_dim]``, ``actions [T, E, n]`` (Discrete) or ``[T, E, n, width]``, ``log_probs``
+    and ``rewards [T, E, n]``, ``terminated`` / ``truncated`` ``bool [T, E]``; ``values`` (if present)
+    ``[T + 1, E, n]`` (the last row bootstraps).
 
     Raises:
         ValueError: a key is missing, or an array's leading axes are not ``[T, E, n_agents]``.
     """
     missing = sorted((set(_UNROLL_KEYS) | {"terminated", "truncated"}) - set(unroll))
     if missing:
-        raise ValueError(f"MAPPO unroll lacks {missing}; collect obs, cent_obs, actions, log_probs, values, rewards, "
-                         "terminated and truncated")
+        raise ValueError(f"MAPPO unroll lacks {missing}; collect obs, actions, log_probs, rewards, terminated and "
+                         "truncated as [T, E, n_agents, ...]")
     t, e = np.shape(unroll["rewards"])[:2]
-    for key, (trailing, _) in _UNROLL_KEYS.items():
+    for key, trailing in _UNROLL_KEYS.items():
         shape = np.shape(unroll[key])
         if len(shape) < 3 or shape[:2] != (t, e):
             raise ValueError(f"MAPPO unroll: {key} must be [T={t}, E={e}, n_agents, ...], got {shape}")
@@ -290,6 +289,9 @@ def check_unroll(unroll: dict[str, np.ndarray], n_agents: int) -> tuple[int, int
         if trailing is not None and len(shape) != 3 + trailing:
             raise ValueError(f"MAPPO unroll: {key} must have {3 + trailing} axes [T, E, n_agents"
                              f"{', dim' if trailing else ''}], got {shape}")
+    if "values" in unroll and np.shape(unroll["values"]) != (t + 1, e, n_agents):
+        raise ValueError(f"MAPPO unroll: values must be [T + 1, E, n_agents] = {(t + 1, e, n_agents)} (the last row "
+                         f"bootstraps), got {np.shape(unroll['values'])}")
     for key in ("terminated", "truncated"):
         if np.shape(unroll[key]) != (t, e):
             raise ValueError(f"MAPPO unroll: {key} must be bool [T={t}, E={e}] (episode-level), got "
