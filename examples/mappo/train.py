@@ -491,12 +491,14 @@ def main() -> None:
     env_steps, updates, env_s, learn_s = 0, 0, 0.0, 0.0
     recent: deque[float] = deque(maxlen=100)
     eval_mean, eval_std, next_eval, interrupted = float("nan"), float("nan"), args.eval_every, False
+    evaluated_at = -1
     curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
     curve = csv.writer(curve_file)
     curve.writerow(["env_steps", "wall_s", "eval_return_mean", "train_return_mean"])
 
     def run_eval() -> None:
-        nonlocal eval_mean, eval_std
+        nonlocal eval_mean, eval_std, evaluated_at
+        evaluated_at = env_steps
         returns = evaluate(policies, args.env, env_kwargs, args.eval_episodes, args.seed * 100_000 + 50_000) * scale
         eval_mean, eval_std = float(returns.mean()), float(returns.std())
         summary.add_scalar("eval/return_mean", eval_mean, env_steps)
@@ -538,7 +540,8 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C: stop and still write the summary and the checkpoint
         interrupted = True
     bar.close()
-    run_eval()
+    if evaluated_at != env_steps:
+        run_eval()
     wall_s = time.perf_counter() - start
     for i, alg in enumerate(policies.algs):
         Agent(alg).save(os.path.join(logdir, "checkpoint", f"agent_{i}.ckpt"))
