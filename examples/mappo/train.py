@@ -104,7 +104,7 @@ def env_setup(env_id: str, continuous_actions: bool) -> tuple[dict, str]:
 
 
 def define_model(backend: str, _defined: dict = {}) -> type:  # noqa: B006 (the cache; a plain function ships to actors)
-    """``MAPPOModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects first (defined once per backend)."""
+    """``MAPPOModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects first; defined once per backend."""
     if backend in _defined:
         return _defined[backend]
     parl.set_backend(backend)
@@ -409,7 +409,8 @@ def collect(actors: list, weights: list[dict], new_actor) -> tuple[list[dict], i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="mpe2:simple_spread_v3",
-                        help="mpe2:<scenario>, an LBF id (Foraging-8x8-2p-2f-coop-v3) or an RWARE id (rware-tiny-2ag-v2)")
+                        help="mpe2:<scenario>, an LBF id (Foraging-8x8-2p-2f-coop-v3) or an RWARE id "
+                             "(rware-tiny-2ag-v2)")
     parser.add_argument("--backend", choices=("torch", "paddle"), default="torch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--total-steps", type=int, default=2_000_000, help="env steps (every agent acts once)")
