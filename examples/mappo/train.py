@@ -196,7 +196,7 @@ class Policies:
             return _mappo.with_agent_ids(obs), _mappo.with_agent_ids(cent)
         return np.asarray(obs, np.float32), np.ascontiguousarray(cent)
 
-    def _groups(self):
+    def groups(self):
         """``(algorithm, agent index or slice)`` pairs: the shared MAPPO takes every agent."""
         if self.shared:
             return [(self.algs[0], slice(None))]
@@ -211,7 +211,7 @@ class Policies:
         actions = np.empty((E, self.n, self.spec["act_dim"]) if self.continuous else (E, self.n),
                            np.float32 if self.continuous else np.int64)
         with self.ops.no_grad():
-            for alg, agents in self._groups():
+            for alg, agents in self.groups():
                 o, c = obs_in[:, agents], cent_in[:, agents]
                 rows = o.shape[0] * (self.n if self.shared else 1)
                 av = None if self.continuous else avail[:, agents].reshape(rows, -1)
@@ -227,7 +227,7 @@ class Policies:
         _, cent_in = self.inputs(np.zeros((state.shape[0], self.n, self.spec["obs_dim"]), np.float32), state)
         out = np.empty((state.shape[0], self.n), np.float32)
         with self.ops.no_grad():
-            for alg, agents in self._groups():
+            for alg, agents in self.groups():
                 c = cent_in[:, agents]
                 out[:, agents] = self.ops.to_numpy(alg.value(c.reshape(-1, c.shape[-1]))).reshape(out[:, agents].shape)
         return out
@@ -237,7 +237,7 @@ class Policies:
         if not self.spec["use_popart"]:
             return values
         out = np.empty_like(values)
-        for alg, agents in self._groups():
+        for alg, agents in self.groups():
             out[..., agents] = alg.value_normalizer.denormalize(values[..., agents])
         return out
 
@@ -341,7 +341,7 @@ def learn(policies: Policies, unrolls: list[dict], rng: np.random.Generator, ppo
                                            batch["truncated"], GAMMA, GAE_LAMBDA)
     obs_in, cent_in = policies.inputs(batch["obs"], batch["state"])
     infos: list[dict[str, float]] = []
-    for alg, agents in policies._groups():
+    for alg, agents in policies.groups():
         def rows(x, agents=agents):
             x = x[:, :, agents]
             return np.ascontiguousarray(x.reshape(-1, *x.shape[(3 if policies.shared else 2):]))
