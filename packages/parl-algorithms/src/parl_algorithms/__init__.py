@@ -35,6 +35,8 @@ _ALGORITHMS: dict[str, str] = {
     "DecisionTransformer": "dt",
     "MADDPG": "maddpg",
     "QMIX": "qmix",
+    "MAPPO": "mappo",
+    "PopArt": "mappo",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
