@@ -7,8 +7,14 @@
 - :class:`ActionMappingWrapper` (``continuous_wrappers``), :func:`wrap_rms` (``mujoco_wrappers``),
   :class:`VectorEnv` (``vector_env``).
 - :func:`make_minatar` (``minatar_wrappers``): MinAtar's games with flat float32 observations.
+- :func:`make_multiagent_env`, :class:`MultiAgentEnv`, :class:`MultiAgentVectorEnv` (``multiagent``): the
+  multi-agent envs (mpe2's MPE, LBF ``Foraging-*-v3``, RWARE ``rware-*-v2``) as per-agent arrays
+  ``[n_agents, obs_dim]`` with the global state, available-action masks and ``terminated`` / ``truncated``
+  apart; a serial vector form with same-step auto-reset.
+- :class:`MAenv` (``multiagent_env``): PARL's MPE wrapper (lists in, lists out) on mpe2.
 
-gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``.
+gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``; the
+multi-agent env packages (``pip install 'parl-core[marl]'``: mpe2, lbforaging, rware) when an env is made.
 """
 
 from __future__ import annotations
@@ -20,10 +26,14 @@ from typing import Any
 _HOMES = {
     "ActionMappingWrapper": "continuous_wrappers",
     "CompatWrapper": "compat_wrappers",
+    "MAenv": "multiagent_env",
+    "MultiAgentEnv": "multiagent",
+    "MultiAgentVectorEnv": "multiagent",
     "OldGymToGymnasiumWrapper": "gymnasium_wrappers",
     "VectorEnv": "vector_env",
     "is_minatar": "minatar_wrappers",
     "make_minatar": "minatar_wrappers",
+    "make_multiagent_env": "multiagent",
     "wrap_rms": "mujoco_wrappers",
 }
 __all__ = sorted(_HOMES)
