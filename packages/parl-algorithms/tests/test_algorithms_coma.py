@@ -501,3 +501,24 @@ def test_paddle_update_equals_torch_update():
             np.testing.assert_allclose(p_value, t_weights[param], rtol=0, atol=atol, err_msg=f"{key}.{param}")
     moved = max(float(np.abs(algs["torch"].model.get_weights()[k] - v).max()) for k, v in initial.items())
     assert moved > 50 * atol
+
+
+def test_torch_rmsprop_step_equals_torch_optim():
+    torch = pytest.importorskip("torch")
+    from parl_algorithms.torch.coma import RMSprop
+
+    torch.manual_seed(0)
+    ours = [torch.nn.Parameter(torch.randn(4, 3)), torch.nn.Parameter(torch.randn(3))]
+    ref = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    opt_ours, opt_ref = RMSprop(ours, lr=1e-2), torch.optim.RMSprop(ref, lr=1e-2)
+    for _ in range(3):
+        grads = [torch.randn_like(p) for p in ours]
+        for params, opt in ((ours, opt_ours), (ref, opt_ref)):
+            opt.zero_grad()
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g.clone()
+            opt.step()
+    for a, b in zip(ours, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    state_ours, state_ref = opt_ours.state_dict(), opt_ref.state_dict()
+    torch.testing.assert_close(state_ours["state"], state_ref["state"])
