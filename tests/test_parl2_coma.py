@@ -4,13 +4,14 @@ with the StarCraft II env replaced by Level-Based Foraging behind StarCraft2Env'
 cannot be installed here); the config is PARL's ``coma_config.py`` with a shorter run."""
 
 import numpy as np
-import parl
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from parl.algorithms import COMA
 from torch.distributions import Categorical
+
+import parl
+from parl.algorithms import COMA
 
 pytest.importorskip("lbforaging")
 
@@ -473,7 +474,7 @@ def test_parl2_coma_benchmark_code_runs_unchanged(tmp_path, monkeypatch):
     # PARL's run(): epsilon annealed per epoch, n_episodes episodes concatenated, one learn per epoch
     critic_before = model.critic_model.fc3.weight.detach().clone()
     actor_before = model.actor_model.fc2.weight.detach().clone()
-    for epoch in range(4):
+    for _epoch in range(4):
         if config['epsilon'] > config['min_epsilon']:
             config['epsilon'] -= config['anneal_epsilon']
         ep_data_list = [run_episode(env, agents, config, test=False)[0] for _ in range(config['n_episodes'])]
