@@ -55,10 +55,18 @@ CRITIC_HIDDEN = 128  # critic MLP (PARL: 128)
 # model (PARL's ComaModel: actor_model with init_hidden, critic_model), on either backend
 
 
-@functools.cache
+_MODELS: dict[str, type] = {}
+
+
 def define_model(backend: str = "torch") -> type:
-    """``ComaModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms)."""
+    """``ComaModel`` on ``backend`` (``"torch"`` or ``"paddle"``), which it selects (before parl.algorithms).
+
+    (Cached in ``_MODELS``, not ``functools.cache``: the remote actors' class is pickled by value with this
+    function, and a ``functools`` wrapper of ``__main__`` does not pickle.)
+    """
     parl.set_backend(backend)
+    if backend in _MODELS:
+        return _MODELS[backend]
     if backend == "torch":
         import torch
         from torch import nn
@@ -125,6 +133,7 @@ def define_model(backend: str = "torch") -> type:
         def get_critic_params(self):
             return self.critic_model.parameters()
 
+    _MODELS[backend] = ComaModel
     return ComaModel
 
 

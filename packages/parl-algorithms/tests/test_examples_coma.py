@@ -1,0 +1,68 @@
+"""examples/coma as a real subprocess: a tiny budget on LBF (both backends), restore, remote actors, the SMAC
+message, and learning a small LBF task (slow)."""
+
+import csv
+import importlib.util
+import math
+import subprocess
+import sys
+
+import pytest
+from test_algorithms_examples import EXAMPLES, ROOT, run_example
+
+pytest.importorskip("lbforaging")
+
+TINY = ["--total-steps", "600", "--num-envs", "2", "--eval-every", "300", "--eval-episodes", "3"]
+
+
+def _check_tiny(result, tmp_path, backend="torch", episodes_per_learn=2):
+    assert result["algorithm"] == "COMA" and result["backend"] == backend
+    assert result["env_id"] == "Foraging-8x8-2p-2f-coop-v3"
+    assert result["env_version"].startswith("lbforaging ")
+    assert "sum over agents" in result["reward_unit"]
+    # whole episodes (at most 50 steps) of every env per learn call: the budget is passed by less than one call
+    most = 50 * episodes_per_learn
+    assert 600 <= result["env_steps"] < 600 + most and result["learn_calls"] >= 600 // most
+    assert result["eval_episodes"] == 3
+    assert 0.0 <= result["eval_return_mean"] <= 1.0 and math.isfinite(result["eval_return_std"])
+    assert result["wall_s"] > 0 and result["env_steps_per_s"] == pytest.approx(
+        result["env_steps"] / result["wall_s"], rel=0.01)
+    with open(tmp_path / "curve.csv") as f:
+        rows = list(csv.DictReader(f))
+    steps = [int(r["env_steps"]) for r in rows]  # evaluations at 0, >= 300 and at the end (>= 600)
+    assert len(steps) == 3 and steps[0] == 0 and 300 <= steps[1] < 300 + most and steps[2] == result["env_steps"]
+    assert float(rows[0]["epsilon"]) == 0.5 and float(rows[-1]["eval_return_mean"]) == result["eval_return_mean"]
+    assert (tmp_path / "coma.ckpt").exists()
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("backend", ["torch", "paddle"])
+def test_coma_example_tiny_budget(tmp_path, backend):
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    result = run_example("coma", tmp_path, *TINY, "--backend", backend)
+    _check_tiny(result, tmp_path, backend)
+
+
+def test_coma_example_restores_and_runs_remote_actors(tmp_path):
+    first = run_example("coma", tmp_path / "a", *TINY)
+    result = run_example("coma", tmp_path / "b", *TINY, "--actors", "2", "--restore", str(tmp_path / "a" / "coma.ckpt"),
+                         timeout=600)
+    _check_tiny(result, tmp_path / "b", episodes_per_learn=4)  # 2 actors x 2 envs
+    assert result["actors"] == 2 and first["actors"] == 0
+
+
+def test_coma_example_sc2_without_smac_says_how_to_install(tmp_path):
+    if importlib.util.find_spec("smac") is not None:
+        pytest.skip("smac is installed here: the message is for machines without it")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "coma" / "train.py"), "--env", "sc2:3m", "--logdir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert proc.returncode == 1
+    assert "oxwhirl/smac" in proc.stderr and "StarCraft II" in proc.stderr and "SC2PATH" in proc.stderr
+
+
+@pytest.mark.slow
+def test_coma_example_learns_small_lbf(tmp_path):
+    result = run_example("coma", tmp_path, "--env", "Foraging-5x5-2p-1f-coop-v3", "--total-steps", "60000",
+                         "--eval-every", "60000", "--eval-episodes", "50", timeout=600)
+    assert result["eval_return_mean"] >= 0.5, result  # random: 0.0x
