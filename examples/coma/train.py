@@ -16,7 +16,9 @@ Algorithm box (Foerster et al. 2018, "Counterfactual Multi-Agent Policy Gradient
         every --target-update learn calls: COMA.sync_target()
         with --actors N: the N x --num-envs episodes are played by N remote actors (@parl.remote_class), each
         with the learner's current weights, and learnt in one batch
-    every --eval-every env steps: --eval-episodes greedy episodes (PARL's test mode: argmax)
+    every --eval-every env steps: --eval-episodes episodes without exploration (epsilon 0), actions sampled from
+        the policy (--eval-mode sample, as EPyMARL's COMA, whose soft-policies selector samples in test mode
+        too) or its argmax (--eval-mode greedy, PARL's test mode)
 
 Usage::
 
@@ -205,8 +207,10 @@ class Player:
             probs, h = alg.predict(self.ops.tensor(self._actor_input(obs, last_u)), h)
         return self.ops.to_numpy(probs).reshape(len(obs), self.n, self.A), h
 
-    def play(self, alg, epsilon: float, greedy: bool = False) -> tuple[dict | None, np.ndarray, np.ndarray]:
-        """One episode per env. Returns ``(batch or None when greedy, team returns [E], lengths [E])``."""
+    def play(self, alg, epsilon: float, greedy: bool = False, record: bool = True
+             ) -> tuple[dict | None, np.ndarray, np.ndarray]:
+        """One episode per env (argmax actions if ``greedy``). Returns ``(batch, or None when not ``record``,
+        team returns [E], lengths [E])``."""
         E, n, A, T = self.envs.num_envs, self.n, self.A, self.envs.episode_limit
         obs, info = self.envs.reset(seed=self.seed if self.seed is not None else None)
         self.seed = None  # seeded once, then each env continues its own stream
@@ -215,7 +219,7 @@ class Player:
         last_u = np.full((E, n), -1)
         active = np.ones(E, bool)
         returns, lengths = np.zeros(E), np.zeros(E, np.int64)
-        if not greedy:
+        if record:
             o_buf = np.zeros((E, T, n, self.envs.obs_dim), np.float32)
             s_buf = np.zeros((E, T + 1, self.envs.state_dim), np.float32)
             u_buf = np.zeros((E, T + 1, n), np.int64)
@@ -231,7 +235,7 @@ class Player:
             team = reward.sum(1)
             returns += team * active
             lengths += active
-            if not greedy:
+            if record:
                 live = np.flatnonzero(active)
                 o_buf[live, t], s_buf[live, t], u_buf[live, t] = obs[live], info["state"][live], u[live]
                 avail_buf[live, t], r_buf[live, t] = avail[live], team[live]
@@ -249,7 +253,7 @@ class Player:
             if not active.any():
                 break
             obs, info, last_u = next_obs, next_info, u
-        if greedy:
+        if not record:
             return None, returns, lengths
         steps = int(lengths.max())
         return self._batch(o_buf, s_buf, u_buf, avail_buf, r_buf, lengths, terminated, steps), returns, lengths
@@ -349,8 +353,10 @@ def main() -> None:
     parser.add_argument("--epsilon-start", type=float, default=0.5)
     parser.add_argument("--epsilon-finish", type=float, default=0.01)
     parser.add_argument("--epsilon-anneal-steps", type=int, default=100_000)
-    parser.add_argument("--eval-every", type=int, default=10_000)
-    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--eval-every", type=int, default=25_000)
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--eval-mode", choices=("sample", "greedy"), default="sample",
+                        help="sample from the policy (EPyMARL's COMA) or take its argmax (PARL's test mode)")
     parser.add_argument("--restore", default=None, help="a checkpoint (coma.ckpt) to start from")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
@@ -387,7 +393,7 @@ def main() -> None:
         return args.epsilon_start + frac * (args.epsilon_finish - args.epsilon_start)
 
     def evaluate() -> np.ndarray:
-        return evaluator.play(alg, 0.0, greedy=True)[1]
+        return evaluator.play(alg, 0.0, greedy=args.eval_mode == "greedy", record=False)[1]
 
     curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
     curve = csv.writer(curve_file)
@@ -442,7 +448,7 @@ def main() -> None:
         "eval_return_mean": float(final.mean()), "eval_return_std": float(final.std()),
         "eval_episodes": int(len(final)), "env_steps": env_steps, "learn_calls": learn_calls,
         "wall_s": round(wall, 2), "env_steps_per_s": round(env_steps / wall, 1),
-        "epsilon_final": epsilon_at(env_steps),
+        "epsilon_final": epsilon_at(env_steps), "eval_mode": args.eval_mode,
     }
     with open(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)
