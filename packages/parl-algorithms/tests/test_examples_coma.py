@@ -63,6 +63,9 @@ def test_coma_example_sc2_without_smac_says_how_to_install(tmp_path):
 
 @pytest.mark.slow
 def test_coma_example_learns_small_lbf(tmp_path):
-    result = run_example("coma", tmp_path, "--env", "Foraging-5x5-2p-1f-coop-v3", "--total-steps", "60000",
-                         "--eval-every", "60000", "--eval-episodes", "50", timeout=600)
-    assert result["eval_return_mean"] >= 0.5, result  # random: 0.0x
+    """Foraging-5x5-2p-1f-coop-v3 (one food both agents must load together): seed 0 reached 0.78 at 40k steps
+    (0.96 at 60k) here; a random policy gets about 0.02."""
+    result = run_example("coma", tmp_path, "--env", "Foraging-5x5-2p-1f-coop-v3", "--total-steps", "40000",
+                         "--eval-every", "40000", "--eval-episodes", "50", timeout=900)
+    assert result["env_steps"] >= 40000 and result["eval_episodes"] == 50
+    assert result["eval_return_mean"] >= 0.5, result
