@@ -69,3 +69,42 @@ def test_coma_example_learns_small_lbf(tmp_path):
                          "--eval-every", "40000", "--eval-episodes", "50", timeout=900)
     assert result["env_steps"] >= 40000 and result["eval_episodes"] == 50
     assert result["eval_return_mean"] >= 0.5, result
+
+
+def test_coma_example_episode_batch_layout():
+    """The example's Player builds PARL's batch: actor inputs carry the previous action, critic_inputs_next is the
+    next step's critic input inside an episode, rewards are the team rewards of the returns, padding after the
+    end; a time-limit end is not a termination and bootstraps from a drawn next action."""
+    import numpy as np
+    from test_examples_distributed import load_example
+
+    from parl_algorithms import _coma
+
+    train = load_example("coma")
+    player = train.Player("Foraging-8x8-2p-2f-coop-v3", 4, 0, "torch")
+    env = player.envs
+    model = train.define_model("torch")(env.n_agents, env.n_actions, env.obs_dim, env.state_dim)
+    alg = train.parl.algorithms.torch.COMA(model, env.n_actions, env.n_agents, device="cpu")
+    batch, returns, lengths = player.play(alg, 0.5)
+    steps = int(lengths.max())
+    assert _coma.check_coma_batch(batch, 2, 6) == (4, steps)
+    np.testing.assert_allclose(batch["r"][..., 0].sum(1), returns, rtol=1e-6)
+    for e, length in enumerate(lengths):
+        assert batch["padded"][e, :, 0].tolist() == [0.0] * length + [1.0] * (steps - length)
+        assert batch["isover"][e, length - 1, 0] == 1 and batch["isover"][e, :length - 1, 0].sum() == 0
+        if length < 50:  # all food loaded: terminated, not bootstrapped
+            assert batch["terminated"][e, length - 1, 0] == 1
+        else:  # the 50-step limit: truncated, bootstrapped from the action drawn at the final observation
+            assert batch["terminated"][e, :, 0].sum() == 0 and 0 <= batch["u_next"][e, length - 1].min()
+        np.testing.assert_array_equal(batch["critic_inputs_next"][e, :length - 1], batch["critic_inputs"][e, 1:length])
+        np.testing.assert_array_equal(batch["u_next"][e, :length - 1], batch["u"][e, 1:length])
+        # actor input: obs (12), the previous action one-hot (6, zeros at t = 0), the agent id (2)
+        last = batch["actor_inputs"][e, :length, :, 12:18]
+        assert last[0].sum() == 0 and (last[1:].argmax(-1) == batch["u"][e, :length - 1, :, 0]).all()
+        np.testing.assert_array_equal(batch["actor_inputs"][e, 0, :, 18:], np.eye(2))
+        # critic input: state (24), the other agent's action one-hot (own block zeros), the agent id
+        joint = batch["critic_inputs"][e, :length, :, 24:36].reshape(length, 2, 2, 6)
+        assert joint[:, 0, 0].sum() == 0 and joint[:, 1, 1].sum() == 0
+        assert (joint[:, 0, 1].argmax(-1) == batch["u"][e, :length, 1, 0]).all()
+        assert (joint[:, 1, 0].argmax(-1) == batch["u"][e, :length, 0, 0]).all()
+    assert np.isfinite([float(x) for x in alg.learn(batch, 0.5)]).all()
