@@ -32,6 +32,7 @@ _ALGORITHMS: dict[str, str] = {
     "IMPALA": "impala",
     "OAC": "oac",
     "IQL": "iql",
+    "COMA": "coma",
     "DecisionTransformer": "dt",
     "MADDPG": "maddpg",
     "QMIX": "qmix",

@@ -290,4 +290,109 @@ def popart_preserve_outputs(weight: paddle.Tensor, bias: paddle.Tensor, old_mean
 # ======================================================================================================
 
 
+def _coma_check(name: str, tensor: paddle.Tensor, shape: tuple) -> None:
+    if tuple(tensor.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {list(shape)}, got {list(tensor.shape)}")
+
+
+def coma_policy_probs(logits: paddle.Tensor, avail_actions: paddle.Tensor, epsilon: float) -> paddle.Tensor:
+    """COMA's behaviour policy: the softmax over the available actions mixed with epsilon of the uniform
+    distribution over them (Foerster et al. 2018, sec. 6). Same contract as the torch function.
+
+    Args:
+        logits: float32 ``[..., A]``; avail_actions: float32 / bool ``[..., A]``; epsilon: in ``[0, 1]``.
+
+    Returns:
+        float32 ``[..., A]``, 0 on unavailable actions.
+    """
+    _coma_check("coma_policy_probs: avail_actions", avail_actions, tuple(logits.shape))
+    avail = avail_actions.astype(logits.dtype)
+    pi = paddle.nn.functional.softmax(paddle.where(avail == 0, paddle.full_like(logits, -1e10), logits), axis=-1)
+    n_avail = avail.sum(-1, keepdim=True).clip(min=1.0)
+    return ((1.0 - epsilon) * pi + epsilon / n_avail) * avail
+
+
+def coma_counterfactual_advantage(q_values: paddle.Tensor, pi: paddle.Tensor, actions: paddle.Tensor
+                                  ) -> tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor]:
+    """Counterfactual advantage (Foerster et al. 2018, eq. 4),
+    ``A^a(s, u) = Q(s, u) - sum_u' pi^a(u' | tau^a) Q(s, (u^-a, u'))``; same contract as the torch function.
+
+    Args:
+        q_values, pi: float32 ``[..., n_agents, A]``; actions: int64 ``[..., n_agents]``.
+
+    Returns:
+        ``(advantage, q_taken, baseline)`` float32 ``[..., n_agents]``, without gradient.
+    """
+    _coma_check("coma_counterfactual_advantage: pi", pi, tuple(q_values.shape))
+    _coma_check("coma_counterfactual_advantage: actions", actions, tuple(q_values.shape[:-1]))
+    q_values, pi = q_values.detach(), pi.detach()
+    q_taken = paddle.take_along_axis(q_values, actions.astype("int64").unsqueeze(-1), axis=-1).squeeze(-1)
+    baseline = (pi * q_values).sum(-1)
+    return q_taken - baseline, q_taken, baseline
+
+
+def coma_td_lambda_targets(r: paddle.Tensor, q_next: paddle.Tensor, terminated: paddle.Tensor,
+                           isover: paddle.Tensor, padded: paddle.Tensor, gamma: float,
+                           td_lambda: float) -> paddle.Tensor:
+    """TD(lambda) targets of COMA's critic (Foerster et al. 2018, sec. 4; Sutton & Barto 2018, eq. 12.18) by the
+    backward recursion; same contract as the torch function.
+
+    Args:
+        r: float32 ``[E, T, 1]``; q_next: float32 ``[E, T, n_agents]`` (the target network's ``Q'_t``);
+        terminated, isover, padded: float32 ``[E, T, 1]``; gamma, td_lambda: in ``[0, 1]``.
+
+    Returns:
+        float32 ``[E, T, n_agents]``, without gradient.
+    """
+    episodes, steps = q_next.shape[:2]
+    for name, flag in (("r", r), ("terminated", terminated), ("isover", isover), ("padded", padded)):
+        _coma_check(f"coma_td_lambda_targets: {name}", flag, (episodes, steps, 1))
+    with paddle.no_grad():
+        q_next = q_next.detach()
+        cont = 1.0 - isover
+        boot_scale = 1.0 - terminated
+        live = 1.0 - padded
+        targets = [None] * steps
+        following = paddle.zeros_like(q_next[:, 0])
+        for t in range(steps - 1, -1, -1):
+            boot = boot_scale[:, t] * ((1.0 - td_lambda * cont[:, t]) * q_next[:, t]
+                                       + td_lambda * cont[:, t] * following)
+            following = live[:, t] * (r[:, t] + gamma * boot)
+            targets[t] = following
+        return paddle.stack(targets, axis=1)
+
+
+def coma_critic_loss(q_taken: paddle.Tensor, targets: paddle.Tensor, mask: paddle.Tensor) -> paddle.Tensor:
+    """Masked mean squared TD error, ``sum(mask * (G - Q(s, u))^2) / sum(mask)``; same contract as the torch
+    function (all float32 ``[E, T, n_agents]``; returns a scalar)."""
+    _coma_check("coma_critic_loss: targets", targets, tuple(q_taken.shape))
+    _coma_check("coma_critic_loss: mask", mask, tuple(q_taken.shape))
+    return ((targets.detach() - q_taken) ** 2 * mask).sum() / mask.sum().clip(min=1.0)
+
+
+def coma_actor_loss(pi: paddle.Tensor, actions: paddle.Tensor, advantage: paddle.Tensor, mask: paddle.Tensor,
+                    entropy_coeff: float = 0.0) -> tuple[paddle.Tensor, paddle.Tensor]:
+    """COMA's policy-gradient loss (Foerster et al. 2018, eq. 4 in ``g = E[sum_a grad log pi^a A^a]``), masked
+    mean, minus ``entropy_coeff`` times the mean entropy; same contract as the torch function.
+
+    Args:
+        pi: float32 ``[E, T, n_agents, A]``; actions: int64 ``[E, T, n_agents]``; advantage, mask: float32
+            ``[E, T, n_agents]``; entropy_coeff: >= 0.
+
+    Returns:
+        ``(loss, entropy)`` float32 scalars.
+    """
+    _coma_check("coma_actor_loss: actions", actions, tuple(pi.shape[:-1]))
+    _coma_check("coma_actor_loss: advantage", advantage, tuple(pi.shape[:-1]))
+    _coma_check("coma_actor_loss: mask", mask, tuple(pi.shape[:-1]))
+    pi_taken = paddle.take_along_axis(pi, actions.astype("int64").unsqueeze(-1), axis=-1).squeeze(-1)
+    log_pi_taken = paddle.log(paddle.where(mask > 0, pi_taken, paddle.ones_like(pi_taken)).clip(min=1e-10))
+    count = mask.sum().clip(min=1.0)
+    entropy = (-(pi * paddle.log(pi.clip(min=1e-10))).sum(-1) * mask).sum() / count
+    loss = -(advantage.detach() * log_pi_taken * mask).sum() / count
+    if entropy_coeff:
+        loss = loss - entropy_coeff * entropy
+    return loss, entropy.detach()
+
+
 # (end of COMA)
