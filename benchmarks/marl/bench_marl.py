@@ -90,7 +90,7 @@ ROWS = {
     "coma": {"task": "lbf", "budget": 500_000, "scale": 1.0, "random": 0.005, "envs": 10,
              "unit": f"team return summed over the 2 agents (lbforaging {LBF_ID}, 50 steps)",
              "ours": ["examples/coma/train.py", "--env", LBF_ID]},
-    "mappo": {"task": "spread", "budget": 1_000_000, "scale": 1.0 / 3.0, "random": -52.9, "envs": 10,
+    "mappo": {"task": "spread", "budget": 500_000, "scale": 1.0 / 3.0, "random": -52.9, "envs": 10,
               "unit": "per-agent episode return (sum over the 3 agents / 3; mpe2 spread, N=3, local_ratio=0, "
                       "25 steps)",
               "ours": ["examples/mappo/train.py", "--env", SPREAD["id"]]},
