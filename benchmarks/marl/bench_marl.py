@@ -58,6 +58,7 @@ import json
 import math
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -122,10 +123,26 @@ def epymarl_cmd(args, row: str, seed: int, budget: int, results: str, eval_episo
             f"seed={seed}", "use_cuda=False", "save_model=False"]
 
 
+def _per_row(specs: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for spec in specs:
+        row, sep, value = spec.partition("=")
+        if row not in ROWS or not sep:
+            raise SystemExit(f"{flag} {spec!r}: expected ROW=VALUE with ROW one of {list(ROWS)}")
+        out[row] = value
+    return out
+
+
+def ours_root(args, row: str) -> Path:
+    """The checkout whose ``examples/<algo>/train.py`` and ``packages/*/src`` run for this row."""
+    return Path(_per_row(args.ours_root, "--ours-root").get(row, ROOT)).resolve()
+
+
 def ours_cmd(args, row: str, seed: int, budget: int, logdir: str, eval_episodes: int) -> list[str]:
-    return [args.ours_python, str(ROOT / ROWS[row]["ours"][0]), *ROWS[row]["ours"][1:], "--seed", str(seed),
-            "--total-steps", str(budget), "--logdir", logdir, "--eval-every", str(budget // EVAL_POINTS),
-            "--eval-episodes", str(eval_episodes), *args.ours_flag]
+    extra = shlex.split(_per_row(args.ours_args, "--ours-args").get(row, ""))
+    return [args.ours_python, str(ours_root(args, row) / ROWS[row]["ours"][0]), *ROWS[row]["ours"][1:], "--seed",
+            str(seed), "--total-steps", str(budget), "--logdir", logdir, "--eval-every", str(budget // EVAL_POINTS),
+            "--eval-episodes", str(eval_episodes), "--no-progress", *extra]
 
 
 def benchmarl_cmd(args, row: str, seed: int, budget: int, logdir: str, eval_episodes: int) -> list[str]:
@@ -147,10 +164,16 @@ def run_one(args, lib: str, row: str, seed: int, budget: int) -> dict:
     log = os.path.join(workdir, "logs", f"{lib}-{row}-seed{seed}-{budget}.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     load_before, start = loadavg(), time.time()
+    env, cwd = dict(os.environ), ROOT
+    if lib == "ours":  # that checkout's packages first, as /work/scratch/devenv.sh does
+        cwd = ours_root(args, row)
+        src = [str(p) for p in sorted((cwd / "packages").glob("*/src"))]
+        env["PYTHONPATH"] = os.pathsep.join(src + [p for p in [env.get("PYTHONPATH")] if p])
     with open(log, "w") as f:
         f.write(" ".join(cmd) + "\n")
         f.flush()
-        proc = subprocess.Popen(["nice", "-n", str(args.nice), *cmd], stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT))
+        proc = subprocess.Popen(["nice", "-n", str(args.nice), *cmd], stdout=f, stderr=subprocess.STDOUT,
+                                cwd=str(cwd), env=env)
         _, status, usage = os.wait4(proc.pid, 0)  # CPU seconds of the run and of its children (EPyMARL's envs)
     process_wall = time.time() - start
     returncode = os.waitstatus_to_exitcode(status)
@@ -365,7 +388,10 @@ def main() -> None:
     parser.add_argument("--epymarl-python", help="python of EPyMARL's venv")
     parser.add_argument("--benchmarl-python", help="python of BenchMARL's venv (mappo row only)")
     parser.add_argument("--ours-python", default=sys.executable, help="python for our examples (default: this one)")
-    parser.add_argument("--ours-flag", action="append", default=[], help="extra flag for our examples (repeatable)")
+    parser.add_argument("--ours-root", action="append", default=[], metavar="ROW=PATH",
+                        help="run that row's example from another checkout (default: this one)")
+    parser.add_argument("--ours-args", action="append", default=[], metavar="ROW=ARGS",
+                        help='extra flags for that row\'s example, e.g. mappo="--actors 2"')
     parser.add_argument("--epymarl-results", action="append", default=[], help="--parse: a sacred results root")
     parser.add_argument("--benchmarl-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
     parser.add_argument("--ours-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
