@@ -221,7 +221,8 @@ def parse_epymarl(run_dir: str) -> dict:
     return {
         "lib": "epymarl", "row": row, "seed": config["seed"], "budget": config["t_max"], "status": run.get("status"),
         "env_key": config["env_args"]["key"], "curve_steps": steps,
-        "curve_wall_s": [_ts(t) - start for t in test["timestamps"]],
+        "curve_wall_s": [_ts(t) - start for t in test["timestamps"]], "start_t": start,
+        "curve_t": [_ts(t) for t in test["timestamps"]],
         "curve_return": [v * scale for v in test["values"]],
         "env_steps": t_env, "wall_s": stop - start,
         "episodes": episodes[-1] if episodes else None, "run_dir": run_dir,
@@ -245,6 +246,7 @@ def parse_ours(logdir: str, row: str, lib: str = "ours") -> dict:
         curve_steps.append(summary["env_steps"])
         curve_wall.append(summary["wall_s"])
         curve_return.append(summary["eval_return_mean"])
+    end_t = os.path.getmtime(os.path.join(logdir, "summary.json"))  # written at wall_s
     seed = summary.get("seed")
     if seed is None:
         match = re.search(r"seed[_-]?(\d+)", logdir)
@@ -253,7 +255,47 @@ def parse_ours(logdir: str, row: str, lib: str = "ours") -> dict:
             "status": "COMPLETED", "env_id": summary.get("env_id"), "env_version": summary.get("env_version"),
             "reward_unit": summary.get("reward_unit"), "curve_steps": curve_steps, "curve_wall_s": curve_wall,
             "curve_return": curve_return, "env_steps": summary["env_steps"], "wall_s": summary["wall_s"],
-            "run_dir": logdir}
+            "run_dir": logdir, "start_t": end_t - summary["wall_s"],
+            "curve_t": [end_t - summary["wall_s"] + w for w in curve_wall]}
+
+
+def attach_cpu_trace(results: list[dict], trace_file: str) -> None:
+    """Adds ``curve_cpu_s`` (CPU seconds of the run's process tree at each evaluation, interpolated in the
+    ``cpu_trace.py`` samples) and ``cpu_s`` (when the run did not record its own) to each run found there."""
+    series: dict[tuple[int, float], list[tuple[float, float]]] = {}
+    cmds: dict[tuple[int, float], str] = {}
+    with open(trace_file) as f:
+        for line in f:
+            rec = json.loads(line)
+            key = (rec["pid"], round(rec["start"]))
+            series.setdefault(key, []).append((rec["t"], rec["cpu_s"]))
+            cmds[key] = rec["cmd"]
+    for r in results:
+        if r["lib"] == "epymarl":
+            root = r["run_dir"].split(os.sep + "sacred" + os.sep)[0]
+            marks = ["epymarl_run.py", f"--config={r['row']} ", f"seed={r['seed']} ", root]
+        else:
+            marks = [r["run_dir"].rstrip(os.sep) + " "]
+        found = [k for k, c in cmds.items() if all(m in c + " " for m in marks)]
+        if not found:
+            continue
+        key = min(found, key=lambda k: abs(k[1] - r["start_t"]))
+        points = [(float(key[1]), 0.0)] + sorted(series[key])
+        times, cpus = [t for t, _ in points], [c for _, c in points]
+
+        def cpu_at(t: float, times=times, cpus=cpus) -> float | None:
+            if t > times[-1] + 60:  # the run outlived the trace
+                return None
+            i = next((j for j, x in enumerate(times) if x >= t), len(times) - 1)
+            if i == 0 or times[i] <= t:
+                return cpus[i]
+            w = (t - times[i - 1]) / (times[i] - times[i - 1])
+            return cpus[i - 1] + w * (cpus[i] - cpus[i - 1])
+
+        r["curve_cpu_s"] = [cpu_at(t) for t in r["curve_t"]]
+        if not r.get("cpu_s"):
+            r["cpu_s"] = cpus[-1]
+            r["cpu_s_from_trace"] = True
 
 
 def collect(args) -> list[dict]:
@@ -270,8 +312,9 @@ def collect(args) -> list[dict]:
             row, _, root = spec.partition("=")
             if row not in ROWS or not root:
                 raise SystemExit(f"--{lib}-results {spec!r}: expected ROW=DIR with ROW one of {list(ROWS)}")
-            for summary in sorted(glob.glob(os.path.join(root, "**", "summary.json"), recursive=True)):
-                rows.append(parse_ours(os.path.dirname(summary), row, lib))
+            for top in sorted(glob.glob(root)):
+                for summary in sorted(glob.glob(os.path.join(top, "**", "summary.json"), recursive=True)):
+                    rows.append(parse_ours(os.path.dirname(summary), row, lib))
     return rows
 
 
@@ -303,27 +346,30 @@ def figures(r: dict, threshold: float | None) -> dict:
     return {"final": ret[-1] if ret else float("nan"), "best": max(ret) if ret else float("nan"),
             "average": statistics.mean(ret) if ret else float("nan"),
             "steps_per_s": r["env_steps"] / r["wall_s"] if r["wall_s"] else float("nan"),
+            "steps_per_cpu_s": r["env_steps"] / r["cpu_s"] if r.get("cpu_s") else None,
             "to_threshold_s": None if first is None else r["curve_wall_s"][first],
+            "to_threshold_cpu_s": None if first is None or "curve_cpu_s" not in r else r["curve_cpu_s"][first],
             "to_threshold_steps": None if first is None else r["curve_steps"][first]}
 
 
 def report(results: list[dict], thresholds: dict[str, float]) -> None:
     print(f"\nload average now: {loadavg()}")
     libs_order = ["ours", "epymarl", "benchmarl"]
-    print("\n| row | lib | seed | budget | env steps | wall s | steps/s | CPU s | steps per CPU s | final | best "
-          "| evals | load before / after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| row | lib | seed | status | budget | env steps | wall s | steps/s | CPU s | steps per CPU s | final "
+          "| best | evals | load before / after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted(results, key=lambda r: (r["row"], libs_order.index(r["lib"]), r["seed"] or 0)):
         f = figures(r, None)
         cpu = r.get("cpu_s")
         cpu_cols = f"{cpu:.0f} | {r['env_steps'] / cpu:.0f}" if cpu else "- | -"
-        print(f"| {r['row']} | {r['lib']} | {r['seed']} | {r['budget']} | {r['env_steps']} | {r['wall_s']:.0f} | "
+        print(f"| {r['row']} | {r['lib']} | {r['seed']} | {r['status']} | {r['budget']} | {r['env_steps']} | "
+              f"{r['wall_s']:.0f} | "
               f"{f['steps_per_s']:.0f} | {cpu_cols} | "
               f"{f['final']:.3f} | {f['best']:.3f} | {len(r['curve_return'])} | "
               f"{r.get('load_before', '-')} / {r.get('load_after', '-')} |")
     for row in ROWS:
-        by = {lib: sorted([r for r in results if r["row"] == row and r["lib"] == lib], key=lambda r: r["seed"])
-              for lib in libs_order}
+        by = {lib: sorted([r for r in results if r["row"] == row and r["lib"] == lib and r["status"] == "COMPLETED"],
+                          key=lambda r: r["seed"]) for lib in libs_order}  # unfinished runs: first table only
         if not any(by.values()):
             continue
         spec = ROWS[row]
@@ -337,17 +383,21 @@ def report(results: list[dict], thresholds: dict[str, float]) -> None:
               f"parallel envs); random policy {spec['random']}; threshold {shown} (random + half the gap to "
               "EPyMARL's mean final return unless given).")
         print("\n| lib | seeds | final return | best return | average over evaluations | env steps/s incl. training "
-              "| time to threshold s (reached) |")
-        print("|---|---|---|---|---|---|---|")
+              "| env steps per CPU s | time to threshold s (reached) | CPU s to threshold (reached) |")
+        print("|---|---|---|---|---|---|---|---|---|")
         figs = {lib: {r["seed"]: figures(r, threshold) for r in runs} for lib, runs in by.items()}
         for lib in libs_order:
             if not by[lib]:
                 continue
             fl = list(figs[lib].values())
             reached = [f["to_threshold_s"] for f in fl if f["to_threshold_s"] is not None]
+            reached_cpu = [f["to_threshold_cpu_s"] for f in fl if f["to_threshold_cpu_s"] is not None]
+            per_cpu = [f["steps_per_cpu_s"] for f in fl if f["steps_per_cpu_s"] is not None]
             print(f"| {lib} | {len(fl)} | {fmt([f['final'] for f in fl], 3)} | {fmt([f['best'] for f in fl], 3)} | "
                   f"{fmt([f['average'] for f in fl], 3)} | {fmt([f['steps_per_s'] for f in fl], 0)} | "
-                  f"{fmt(reached, 0) if reached else '-'} ({len(reached)}/{len(fl)}) |")
+                  f"{fmt(per_cpu, 0) if per_cpu else '-'} ({len(per_cpu)}/{len(fl)}) | "
+                  f"{fmt(reached, 0) if reached else '-'} ({len(reached)}/{len(fl)}) | "
+                  f"{fmt(reached_cpu, 0) if reached_cpu else '-'} ({len(reached_cpu)}/{len(fl)}) |")
         for peer in ("epymarl", "benchmarl"):
             seeds = sorted(set(figs["ours"]) & set(figs[peer]))
             if not seeds:
@@ -364,6 +414,17 @@ def report(results: list[dict], thresholds: dict[str, float]) -> None:
                 tr, tl, th = ratio_of_means_ci([y["to_threshold_s"] for _, y in both],
                                                [x["to_threshold_s"] for x, _ in both])
                 line += f"; time to threshold {peer} / ours {tr:.2f}x [{tl:.2f}, {th:.2f}] over {len(both)} seeds"
+            cpu_pairs = [(x, y) for x, y in pairs if x["steps_per_cpu_s"] and y["steps_per_cpu_s"]]
+            if cpu_pairs:
+                cr, cl, ch = ratio_of_means_ci([x["steps_per_cpu_s"] for x, _ in cpu_pairs],
+                                               [y["steps_per_cpu_s"] for _, y in cpu_pairs])
+                line += f"; steps per CPU s ours / {peer} {cr:.2f}x [{cl:.2f}, {ch:.2f}] over {len(cpu_pairs)} seeds"
+            both_cpu = [(x, y) for x, y in pairs
+                        if x["to_threshold_cpu_s"] is not None and y["to_threshold_cpu_s"] is not None]
+            if both_cpu:
+                tr, tl, th = ratio_of_means_ci([y["to_threshold_cpu_s"] for _, y in both_cpu],
+                                               [x["to_threshold_cpu_s"] for x, _ in both_cpu])
+                line += f"; CPU s to threshold {peer} / ours {tr:.2f}x [{tl:.2f}, {th:.2f}] over {len(both_cpu)} seeds"
             only_ours = sum(x["to_threshold_s"] is not None and y["to_threshold_s"] is None for x, y in pairs)
             if only_ours:
                 line += f"; {only_ours} seed(s) reached it only in ours"
@@ -395,6 +456,8 @@ def main() -> None:
     parser.add_argument("--epymarl-results", action="append", default=[], help="--parse: a sacred results root")
     parser.add_argument("--benchmarl-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
     parser.add_argument("--ours-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
+    parser.add_argument("--cpu-trace", action="append", default=[],
+                        help="samples written by cpu_trace.py: CPU seconds to the threshold, steps per CPU s")
     parser.add_argument("--workdir", default="runs/marl", help="logs and results of the runs (kept)")
     parser.add_argument("--jobs", type=int, default=1, choices=[1, 2], help="2: a seed's runs side by side")
     parser.add_argument("--nice", type=int, default=10)
@@ -410,6 +473,8 @@ def main() -> None:
         thresholds[row] = float(value)
     if args.parse:
         results = [r for r in collect(args) if r["row"] in rows]
+        for trace in args.cpu_trace:
+            attach_cpu_trace(results, trace)
         report(results, thresholds)
         return
     budgets = {r: (QUICK_BUDGET[r] if args.quick else ROWS[r]["budget"]) for r in ROWS}
@@ -448,6 +513,8 @@ def main() -> None:
                     for result in pool.map(lambda lib, row=row, seed=seed: run_one(args, lib, row, seed, budgets[row]),
                                            order):
                         done(result)
+    for trace in args.cpu_trace:
+        attach_cpu_trace(results, trace)
     report(results, thresholds)
 
 
