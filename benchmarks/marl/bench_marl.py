@@ -267,7 +267,9 @@ def attach_cpu_trace(results: list[dict], trace_file: str) -> None:
     with open(trace_file) as f:
         for line in f:
             rec = json.loads(line)
-            key = (rec["pid"], round(rec["start"]))
+            # the start time is computed from /proc/uptime at each sample: equal within a second for one process
+            key = next((k for k in cmds if k[0] == rec["pid"] and abs(k[1] - rec["start"]) < 5),
+                       (rec["pid"], rec["start"]))
             series.setdefault(key, []).append((rec["t"], rec["cpu_s"]))
             cmds[key] = rec["cmd"]
     for r in results:
