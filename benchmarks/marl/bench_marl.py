@@ -369,19 +369,22 @@ def report(results: list[dict], thresholds: dict[str, float]) -> None:
               f"{f['steps_per_s']:.0f} | {cpu_cols} | "
               f"{f['final']:.3f} | {f['best']:.3f} | {len(r['curve_return'])} | "
               f"{r.get('load_before', '-')} / {r.get('load_after', '-')} |")
-    for row in ROWS:
-        by = {lib: sorted([r for r in results if r["row"] == row and r["lib"] == lib and r["status"] == "COMPLETED"],
-                          key=lambda r: r["seed"]) for lib in libs_order}  # unfinished runs: first table only
-        if not any(by.values()):
-            continue
+    def budget_class(r: dict) -> int:  # nominal budget (ours may end a batch past it)
+        return round(r["budget"] / 5000) * 5000
+
+    done = [r for r in results if r["status"] == "COMPLETED"]  # unfinished runs: first table only
+    keys = {(r["row"], budget_class(r)) for r in done}
+    for row, budget in sorted(keys, key=lambda k: (list(ROWS).index(k[0]), -k[1])):
+        by = {lib: sorted([r for r in done if r["row"] == row and r["lib"] == lib and budget_class(r) == budget],
+                          key=lambda r: r["seed"]) for lib in libs_order}
         spec = ROWS[row]
         threshold = thresholds.get(row)
         if threshold is None and by["epymarl"]:
             peer_final = statistics.mean(r["curve_return"][-1] for r in by["epymarl"] if r["curve_return"])
             threshold = spec["random"] + 0.5 * (peer_final - spec["random"])
-        print(f"\n### {row}: {spec['unit']}")
+        print(f"\n### {row}, {budget:,} env steps: {spec['unit']}")
         shown = "none" if threshold is None else f"{threshold:.3f}"
-        print(f"Budget {sorted({r['budget'] for lib in by.values() for r in lib})} env steps (joint steps over all "
+        print(f"Budgets {sorted({r['budget'] for lib in by.values() for r in lib})} env steps (joint steps over all "
               f"parallel envs); random policy {spec['random']}; threshold {shown} (random + half the gap to "
               "EPyMARL's mean final return unless given).")
         print("\n| lib | seeds | final return | best return | average over evaluations | env steps/s incl. training "
