@@ -300,8 +300,18 @@ def attach_cpu_trace(results: list[dict], trace_file: str) -> None:
             r["cpu_s_from_trace"] = True
 
 
+TASK_MARK = {"spread": "simple_spread", "lbf": LBF_ID}
+
+
+def on_task(r: dict) -> bool:
+    """Whether a parsed run played its row's task (a logdir tree may hold runs on other envs)."""
+    env = r.get("env_key") or r.get("env_id") or ""
+    return TASK_MARK[ROWS[r["row"]]["task"]] in env
+
+
 def collect(args) -> list[dict]:
-    """Existing logs: EPyMARL sacred runs, BenchMARL runs and ours (``ROW=DIR``: every summary.json below)."""
+    """Existing logs: EPyMARL sacred runs, BenchMARL runs and ours (``ROW=DIR``: every summary.json below);
+    runs on another env than their row's task are left out (with a note on stderr)."""
     rows: list[dict] = []
     for results in args.epymarl_results:
         for run_dir in _sacred_runs(results):
@@ -317,7 +327,11 @@ def collect(args) -> list[dict]:
             for top in sorted(glob.glob(root)):
                 for summary in sorted(glob.glob(os.path.join(top, "**", "summary.json"), recursive=True)):
                     rows.append(parse_ours(os.path.dirname(summary), row, lib))
-    return rows
+    for r in rows:
+        if not on_task(r):
+            print(f"left out {r['run_dir']}: env {r.get('env_key') or r.get('env_id')!r} is not the {r['row']} task",
+                  file=sys.stderr)
+    return [r for r in rows if on_task(r)]
 
 
 # ------------------------------------------------------------------------------------------------ tables ---
