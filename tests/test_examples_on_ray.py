@@ -1,5 +1,7 @@
 """The distributed examples (IMPALA, A2C, GA3C, ES, MAPPO) on a real local Ray cluster, chosen by their `--address`
 flag alone (`ray://127.0.0.1:PORT`, Ray Client). Run by nox's `ray` session (marker `ray`)."""
+"""The distributed examples (IMPALA, A2C, GA3C, ES, QMIX's collectors) on a real local Ray cluster, chosen by
+their `--address` flag alone (`ray://127.0.0.1:PORT`, Ray Client). Run by nox's `ray` session (marker `ray`)."""
 
 import json
 import os
@@ -23,6 +25,8 @@ TINY = {
     "ga3c": ["--actors", "2", "--total-steps", "1000", "--target-return", "1e9", "--no-progress", "--seed", "0"],
     "mappo": ["--actors", "2", "--total-steps", "400", "--num-envs", "8", "--eval-every", "400", "--eval-episodes", "4",
               "--no-progress", "--seed", "0"],
+    "qmix": ["--actors", "2", "--total-steps", "600", "--eval-every", "300", "--eval-episodes", "4", "--envs-per-actor",
+             "4", "--batch-size", "4", "--no-progress", "--seed", "0"],
     "es_mujoco": ["--env_name", "Pendulum-v1", "--min_episodes_per_batch", "4", "--min_steps_per_batch", "800",
                   "--noise_size", "100000", "--eval_episodes", "1", "--hidden", "8", "--no-progress",
                   "--actor_num", "2", "--max_env_steps", "1600"],
