@@ -3,27 +3,21 @@ shared by the torch and paddle ``COMA``: hyperparameter checks with PARL's defau
 and its checks (one error text per mistake, whatever the backend), and the numpy TD(lambda) recursion (the
 reference the backends' ``coma_td_lambda_targets`` are tested against).
 
-Batch layout (PARL's ``benchmark/torch/coma``; ``E`` episodes, ``T`` steps, ``n`` agents, ``A`` actions):
+Batch layout (PARL's ``benchmark/torch/coma``; ``E`` episodes, ``T`` steps, ``n`` agents, ``A`` actions), a dict:
 
-==================== ================================== ===================================================
-key                  shape, dtype                       meaning
-==================== ================================== ===================================================
-``r``                float32 ``[E, T, 1]``              team reward of step t (the sum over agents)
-``u``                int64 ``[E, T, n, 1]``             action each agent took at step t
-``avail_u``          float32 / bool ``[E, T, n, A]``    1 where the action was available
-``padded``           float32 ``[E, T, 1]``              1 on the padding after an episode's end
-``isover``           float32 ``[E, T, 1]``              1 on an episode's last step (and on its padding)
-``actor_inputs``     float32 ``[E, T, n, D_actor]``     the actor's input at step t (obs, last action, id)
-``critic_inputs``    float32 ``[E, T, n, D_critic]``    the critic's input at step t (state, u^-a, id, ...)
-``critic_inputs_next`` float32 ``[E, T, n, D_critic]``  the critic's input at step t + 1
-``terminated``       float32 ``[E, T, 1]``, optional    1 where the episode terminated (no bootstrap); default
-                                                        ``isover`` (PARL: a time limit ends the return too)
-``u_next``           int64 ``[E, T, n, 1]``, optional   the action at t + 1 the TD target evaluates; default
-                                                        ``u`` shifted by one step (PARL); give it to bootstrap
-                                                        a truncated episode from its final observation
-``o``, ``s``,        (PARL's agent sends them; unused,
-``u_onehot``         checked for ``n`` when present)
-==================== ================================== ===================================================
+- ``r``: float32 ``[E, T, 1]``, the team reward of step t (the sum over agents).
+- ``u``: int64 ``[E, T, n, 1]``, the action each agent took at step t.
+- ``avail_u``: float32 / bool ``[E, T, n, A]``, 1 where the action was available.
+- ``padded``: float32 ``[E, T, 1]``, 1 on the padding after an episode's end.
+- ``isover``: float32 ``[E, T, 1]``, 1 on an episode's last step (and on its padding).
+- ``actor_inputs``: float32 ``[E, T, n, D_actor]``, the actor's input at step t (obs, last action, id).
+- ``critic_inputs``: float32 ``[E, T, n, D_critic]``, the critic's input at step t (state, u^-a, id, ...).
+- ``critic_inputs_next``: float32 ``[E, T, n, D_critic]``, the critic's input at step t + 1.
+- ``terminated`` (optional): float32 ``[E, T, 1]``, 1 where the episode terminated (no bootstrap); default
+  ``isover`` (PARL: a time limit ends the return too).
+- ``u_next`` (optional): int64 ``[E, T, n, 1]``, the action at t + 1 the TD target evaluates; default ``u``
+  shifted by one step (PARL); give it to bootstrap a truncated episode from its final observation.
+- ``o``, ``s``, ``u_onehot``: PARL's agent sends them; unused, checked for ``n`` when present.
 """
 
 from __future__ import annotations
