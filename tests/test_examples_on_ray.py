@@ -1,7 +1,6 @@
-"""The distributed examples (IMPALA, A2C, GA3C, ES, MAPPO) on a real local Ray cluster, chosen by their `--address`
-flag alone (`ray://127.0.0.1:PORT`, Ray Client). Run by nox's `ray` session (marker `ray`)."""
-"""The distributed examples (IMPALA, A2C, GA3C, ES, QMIX's collectors) on a real local Ray cluster, chosen by
-their `--address` flag alone (`ray://127.0.0.1:PORT`, Ray Client). Run by nox's `ray` session (marker `ray`)."""
+"""The distributed examples (IMPALA, A2C, GA3C, ES, and the collectors of MAPPO and QMIX) on a real local Ray
+cluster, chosen by their `--address` flag alone (`ray://127.0.0.1:PORT`, Ray Client). Run by nox's `ray` session
+(marker `ray`)."""
 
 import json
 import os
