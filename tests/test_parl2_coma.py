@@ -3,6 +3,7 @@
 with the StarCraft II env replaced by Level-Based Foraging behind StarCraft2Env's methods (SMAC and the game
 cannot be installed here); the config is PARL's ``coma_config.py`` with a shorter run."""
 
+import lbforaging  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 import numpy as np
 import pytest
 import torch
@@ -12,8 +13,6 @@ from torch.distributions import Categorical
 
 import parl
 from parl.algorithms import COMA
-
-pytest.importorskip("lbforaging")
 
 # ----- PARL 2.2.1 benchmark/torch/coma/sc2_model.py (verbatim) -------------------------------------------
 

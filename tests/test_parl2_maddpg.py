@@ -4,6 +4,7 @@ model (``simple_model.py``), agent (``simple_agent.py``) and episode loop (``tra
 
 from types import SimpleNamespace
 
+import mpe2  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 import numpy as np
 import pytest
 import torch
@@ -14,8 +15,6 @@ import parl
 from parl.algorithms import MADDPG
 from parl.env.multiagent_env import MAenv
 from parl.utils import ReplayMemory
-
-pytest.importorskip("mpe2")
 
 # ---- PARL 2.2.1 benchmark/torch/maddpg/simple_model.py, verbatim ----------------------------------------
 

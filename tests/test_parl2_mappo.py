@@ -23,7 +23,7 @@ from torch.distributions import Categorical
 import parl
 from parl.utils import logger, summary
 
-pytest.importorskip("mpe2")
+import mpe2  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 parl.set_backend("torch")  # PARL 2.x torch code; with paddle installed too, PARL's users export PARL_BACKEND=torch
 
 

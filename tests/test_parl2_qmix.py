@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 import parl
 
-pytest.importorskip("lbforaging")
+import lbforaging  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 parl.set_backend("torch")  # PARL 2.x torch code; with paddle installed too, PARL's users export PARL_BACKEND=torch
 from parl.algorithms import QMIX
 

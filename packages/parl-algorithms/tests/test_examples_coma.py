@@ -7,10 +7,9 @@ import math
 import subprocess
 import sys
 
+import lbforaging  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 import pytest
 from test_algorithms_examples import EXAMPLES, ROOT, run_example
-
-pytest.importorskip("lbforaging")
 
 TINY = ["--total-steps", "600", "--num-envs", "2", "--eval-every", "300", "--eval-episodes", "3"]
 

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 TRAIN = ROOT / "examples" / "maddpg" / "train.py"
 
-pytest.importorskip("mpe2")
+import mpe2  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 
 # 2,000 env steps in 4 envs: updates at env steps 600, 700, ..., 2,000 (the memory holds more than 500)
 TINY = ["--total-steps", "2000", "--learning-starts", "500", "--eval-every", "1000", "--eval-episodes", "2",

@@ -22,7 +22,7 @@ LBF = "Foraging-8x8-2p-2f-coop-v3"
 TINY = ["--total-steps", "600", "--eval-every", "300", "--eval-episodes", "4", "--envs-per-actor", "4",
         "--batch-size", "4"]
 
-pytest.importorskip("lbforaging")
+import lbforaging  # noqa: E402, F401 (parl-core[marl]; missing fails, never skips)
 
 
 def load_example():
