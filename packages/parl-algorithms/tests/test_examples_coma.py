@@ -11,6 +11,8 @@ import lbforaging  # noqa: E402, F401 (parl-core[marl]; missing fails, never ski
 import pytest
 from test_algorithms_examples import EXAMPLES, ROOT, run_example
 
+import parl_core
+
 TINY = ["--total-steps", "600", "--num-envs", "2", "--eval-every", "300", "--eval-episodes", "3"]
 
 
@@ -80,10 +82,11 @@ def test_coma_example_episode_batch_layout():
     from parl_algorithms import _coma
 
     train = load_example("coma")
-    player = train.Player("Foraging-8x8-2p-2f-coop-v3", 4, 0, "torch")
+    backend = parl_core.get_backend()  # the one this test process already uses (the choice is per process)
+    player = train.Player("Foraging-8x8-2p-2f-coop-v3", 4, 0, backend)
     env = player.envs
-    model = train.define_model("torch")(env.n_agents, env.n_actions, env.obs_dim, env.state_dim)
-    alg = train.parl.algorithms.torch.COMA(model, env.n_actions, env.n_agents, device="cpu")
+    model = train.define_model(backend)(env.n_agents, env.n_actions, env.obs_dim, env.state_dim)
+    alg = getattr(train.parl.algorithms, backend).COMA(model, env.n_actions, env.n_agents, device="cpu")
     batch, returns, lengths = player.play(alg, 0.5)
     steps = int(lengths.max())
     assert _coma.check_coma_batch(batch, 2, 6) == (4, steps)

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from test_algorithms_examples import EXAMPLES, ROOT, run_example
 
+import parl_core
+
 SPREAD_UNIT = "per-agent return (team return / n_agents)"
 
 
@@ -151,8 +153,9 @@ def test_dead_collector_is_replaced_and_asked_again():
 
 def test_collector_unroll_layout():
     train = load_example()
-    spec = dict(backend="torch", shared=True, n_agents=3, obs_dim=18, state_dim=54, act_dim=5, continuous=False,
-                use_popart=True)
+    # the backend this test process already uses (a paddle test may have run first: the choice is per process)
+    spec = dict(backend=parl_core.get_backend(), shared=True, n_agents=3, obs_dim=18, state_dim=54, act_dim=5,
+                continuous=False, use_popart=True)
     collector = train.Collector("mpe2:simple_spread_v3", dict(N=3, local_ratio=0.0, max_cycles=25), 2, 30, spec,
                                 seed=0)
     unroll = collector.sample()
