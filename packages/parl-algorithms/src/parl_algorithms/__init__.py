@@ -6,7 +6,8 @@
 ``parl_algorithms.torch.DQN`` and ``parl_algorithms.paddle.DQN`` pin a framework whatever the default.
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``A3C``, ``IMPALA``, ``PPO``,
-``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``.
+``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``; multi-agent: ``MADDPG``,
+``QMIX``, ``MAPPO`` (and its ``PopArt``), ``COMA``.
 """
 
 from __future__ import annotations
