@@ -508,14 +508,15 @@ def test_maenv_seeding():
     assert not np.array_equal(a.reset()[0], obs_a[0])  # the seed applies to one reset only
 
 
-def test_import_parl_env_stays_cheap_and_maenv_imports_without_mpe2():
+def test_import_env_stays_cheap_and_maenv_imports_without_mpe2():
+    # `parl.env` re-exports these; that facade is tested in packages/parl/tests (this session has only parl-core)
     code = (
-        "import sys, parl.env\n"
-        "from parl.env.multiagent_env import MAenv\n"
-        "from parl.env import make_multiagent_env, MultiAgentVectorEnv\n"
-        "import parl.env.multiagent, parl_core.env.multiagent_env\n"
-        "assert MAenv is parl_core.env.multiagent_env.MAenv and parl.env.MAenv is MAenv\n"
-        "assert parl.env.multiagent.make_multiagent_env is make_multiagent_env\n"
+        "import sys, parl_core.env\n"
+        "from parl_core.env.multiagent_env import MAenv\n"
+        "from parl_core.env import make_multiagent_env, MultiAgentVectorEnv\n"
+        "import parl_core.env.multiagent\n"
+        "assert parl_core.env.MAenv is MAenv\n"
+        "assert parl_core.env.multiagent.make_multiagent_env is make_multiagent_env\n"
         "heavy = ('mpe2', 'pettingzoo', 'lbforaging', 'rware', 'torch', 'paddle')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )

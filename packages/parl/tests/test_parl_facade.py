@@ -59,6 +59,24 @@ def test_env_helpers_are_reexported():
     assert parl.env.compat_wrappers is compat_wrappers
 
 
+def test_multiagent_env_names_are_reexported_without_importing_the_envs():
+    # PARL's examples do `from parl.env.multiagent_env import MAenv`
+    code = (
+        "import sys, parl.env\n"
+        "from parl.env.multiagent_env import MAenv\n"
+        "from parl.env import make_multiagent_env, MultiAgentVectorEnv\n"
+        "import parl.env.multiagent, parl_core.env.multiagent_env\n"
+        "assert MAenv is parl_core.env.multiagent_env.MAenv and parl.env.MAenv is MAenv\n"
+        "assert parl.env.multiagent.make_multiagent_env is make_multiagent_env\n"
+        "assert MultiAgentVectorEnv is parl_core.env.MultiAgentVectorEnv\n"
+        "heavy = ('mpe2', 'pettingzoo', 'lbforaging', 'rware', 'torch', 'paddle')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_unknown_attribute_is_an_attribute_error():
     import parl
 
