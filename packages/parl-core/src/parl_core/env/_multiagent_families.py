@@ -87,9 +87,27 @@ class MPE2Env(MultiAgentEnv):
     a terminal condition (``terminate_on_success=True``). The state is mpe2's ``state()``: the agents'
     observations concatenated (spread with N=3: 3 x 18 = 54).
 
+    ``step`` takes a direct path: mpe2's ``parallel_env`` is its AEC env behind PettingZoo's
+    ``aec_to_parallel`` conversion, which steps the agents one at a time through three wrappers and computes
+    every observation twice per step (``last()`` before each agent's turn, then once more for the result).
+    The direct path hands all actions to the raw env at once and runs mpe2's own code for one joint step:
+    ``_execute_world_step`` (``_set_action`` per agent, ``world.step()``, the scenario's rewards mixed by
+    ``local_ratio``, benchmark data), then ``scenario.observation`` once per agent, the step count against
+    ``max_cycles`` and ``scenario.is_terminal``. Observations, rewards, ends, the state and the env's random
+    stream are identical to the parallel API's (tested over whole episodes for every scenario); ``reset``
+    still goes through ``parallel_env``. At the end of an episode the AEC env is left as the parallel API
+    leaves it (its agents removed). The direct path is off (``direct_step`` False, the reason in
+    ``fallback_reason``) where it could differ: ``render_mode="human"`` (mpe2 draws after every agent's
+    turn), or an env whose wrappers or AEC methods (``step``, ``observe``, ``reset``) are not mpe2 1.1.1's
+    ``SimpleEnv`` ones.
+
     Args:
         env_id: ``"mpe2:<module>"``.
         **kwargs: passed to ``parallel_env`` (e.g. ``N``, ``local_ratio``, ``max_cycles``, ``continuous_actions``).
+
+    Attributes:
+        direct_step: True when ``step`` takes the direct path now.
+        fallback_reason: why ``step`` goes through ``parallel_env`` now (None on the direct path).
 
     Raises:
         ValueError: mpe2 has no such module.
@@ -137,6 +155,22 @@ class MPE2Env(MultiAgentEnv):
                 "local reward (local_ratio); agents' rewards differ"
             )
         self.agent_infos: dict[str, Any] = {}
+        self._core = core
+        self._structure_unsupported = _direct_step_unsupported(self._env)
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why ``step`` goes through ``parallel_env`` now, or None when it takes the direct path."""
+        if self._structure_unsupported is not None:
+            return self._structure_unsupported
+        if self._core.render_mode == "human":  # may be set after construction (MAenv.render)
+            return "render_mode='human': mpe2 draws a frame after every agent's turn inside its AEC step"
+        return None
+
+    @property
+    def direct_step(self) -> bool:
+        """True when ``step`` takes the direct path."""
+        return self._structure_unsupported is None and self._core.render_mode != "human"
 
     def _reset_raw(self, seed: int | None) -> Sequence[np.ndarray]:
         obs, infos = self._env.reset(seed=seed)
@@ -144,12 +178,72 @@ class MPE2Env(MultiAgentEnv):
         return [obs[a] for a in self.agents]
 
     def _step_raw(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
+        if self._structure_unsupported is None and self._core.render_mode != "human":
+            return self._step_direct(actions)
         agents = self.agents
         obs, rewards, terminations, truncations, infos = self._env.step(dict(zip(agents, actions, strict=True)))
         self.agent_infos = infos
         terminated = any(terminations.values())
         truncated = not terminated and any(truncations.values())
         return [obs[a] for a in agents], [rewards[a] for a in agents], terminated, truncated
+
+    def _step_direct(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
+        """One joint step on the raw env: what ``SimpleEnv.step`` does on the last agent's turn, once."""
+        core = self._core
+        core.current_actions = actions
+        core._execute_world_step()  # actions, world.step(), rewards (a scenario's own override included)
+        core.steps += 1
+        world = core.world
+        observation = core.scenario.observation
+        obs = [observation(agent, world).astype(np.float32) for agent in world.agents]  # = SimpleEnv.observe
+        rewards = core.rewards
+        # the parallel API sums each agent's rewards over the cycle from int 0 (its earlier turns add 0)
+        reward = [0 + rewards[a] for a in self.agents]
+        truncated = core.steps >= core.max_cycles
+        terminated = not truncated and bool(core.scenario.is_terminal(world))
+        core._cumulative_rewards = dict(zip(self.agents, reward, strict=True))
+        self.agent_infos = dict(core.infos)
+        if terminated or truncated:
+            self._end_episode(terminated)
+        return obs, reward, terminated, truncated
+
+    def _end_episode(self, terminated: bool) -> None:
+        """Leaves the AEC env as the parallel API does at an episode's end: every agent's flag set, then removed."""
+        core = self._core
+        flags = core.terminations if terminated else core.truncations
+        for name in core.agents:
+            flags[name] = True
+        aec = self._env.aec_env
+        while aec.agents and (aec.terminations[aec.agent_selection] or aec.truncations[aec.agent_selection]):
+            aec.step(None)
+        self._env.agents = aec.agents
+
+
+def _direct_step_unsupported(env: Any) -> str | None:
+    """Why :class:`MPE2Env` cannot step ``env`` (an mpe2 ``parallel_env``) directly, or None when it can.
+
+    The direct path reproduces ``aec_to_parallel_wrapper.step`` over ``OrderEnforcingWrapper`` and
+    ``ClipOutOfBoundsWrapper`` / ``AssertOutOfBoundsWrapper`` (no-ops for the checked actions the interface
+    passes) around an mpe2 ``SimpleEnv`` whose ``step``, ``observe`` and ``reset`` are ``SimpleEnv``'s.
+    """
+    from mpe2._mpe_utils.simple_env import SimpleEnv
+    from pettingzoo.utils import wrappers
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+
+    if type(env) is not aec_to_parallel_wrapper:
+        return f"the parallel env is a {type(env).__name__}, not PettingZoo's aec_to_parallel_wrapper"
+    inner = env.aec_env
+    known = (wrappers.OrderEnforcingWrapper, wrappers.ClipOutOfBoundsWrapper, wrappers.AssertOutOfBoundsWrapper)
+    while isinstance(inner, wrappers.BaseWrapper):
+        if type(inner) not in known:
+            return f"the AEC env has a {type(inner).__name__} wrapper"
+        inner = inner.env
+    if not isinstance(inner, SimpleEnv):
+        return f"the AEC env is a {type(inner).__name__}, not an mpe2 SimpleEnv"
+    for method in ("step", "observe", "reset", "_was_dead_step"):
+        if getattr(type(inner), method) is not getattr(SimpleEnv, method):
+            return f"{type(inner).__name__} overrides SimpleEnv.{method}"
+    return None
 
 
 class ForagingEnv(MultiAgentEnv):
