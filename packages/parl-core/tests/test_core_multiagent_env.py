@@ -75,9 +75,24 @@ def test_spread_state_is_mpe2_state_and_the_concatenated_observations():
     assert env.agents == ["agent_0", "agent_1", "agent_2"]
 
 
+def test_mpe2_terminates_where_the_scenario_has_a_terminal_state():
+    env = make_multiagent_env(SPREAD, N=3, local_ratio=0.0, terminate_on_success=True)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step(np.zeros(3, np.int64))
+    assert (terminated, truncated) == (False, False)
+    world = env._env.unwrapped.world
+    for agent, landmark in zip(world.agents, world.landmarks, strict=True):  # every landmark covered
+        agent.state.p_pos, agent.state.p_vel = landmark.state.p_pos.copy(), np.zeros(2)
+    _, _, terminated, truncated, _ = env.step(np.zeros(3, np.int64))
+    assert (terminated, truncated) == (True, False)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(3, np.int64))
+
+
 def test_heterogeneous_agents_are_zero_padded_and_their_missing_actions_masked():
     env = make_multiagent_env("mpe2:simple_speaker_listener_v4")
     assert env.agents == ["speaker_0", "listener_0"] and env.act_dims == [3, 5]
+    np.testing.assert_array_equal(env.action_high, [2, 4])  # np.clip(actions, env.action_low, env.action_high)
     obs, info = env.reset(seed=0)
     raw = [env._env.unwrapped.observe(a) for a in env.agents]
     np.testing.assert_array_equal(obs[0, :3], raw[0])
@@ -136,6 +151,35 @@ def test_spread_global_reward_is_identical_for_all_agents_over_random_episodes()
         assert reward[0] == reward[1] == reward[2]
         if terminated or truncated:
             env.reset()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "shared", "unit"),
+    [
+        ("mpe2:simple_speaker_listener_v4", True, "shared, global: both agents get the same reward"),
+        ("mpe2:simple_reference_v3", False, "per-agent mix: (1 - 0.5) x the global reward + 0.5 x"),
+    ],
+)
+def test_reward_unit_of_other_mpe2_scenarios(env_id, shared, unit):
+    env = make_multiagent_env(env_id)
+    assert env.reward_unit.startswith(unit)
+    rng = np.random.default_rng(0)
+    _, info = env.reset(seed=0)
+    rewards = np.stack([env.step(random_actions(env, info, rng))[1] for _ in range(25)])
+    assert (rewards == rewards[:, :1]).all() == shared
+
+
+def test_simple_tag_rewards_are_per_team():
+    env = make_multiagent_env("mpe2:simple_tag_v3")
+    assert env.agents == ["adversary_0", "adversary_1", "adversary_2", "agent_0"]
+    assert env.reward_unit.startswith("per-agent, two teams: every adversary gets +10")
+    env.reset(seed=0)
+    world = env._env.unwrapped.world
+    positions = [(0.02, 0.0), (0.5, 0.5), (-0.5, 0.5), (0.0, 0.0)]  # adversary_0 touches the good agent
+    for entity, pos in zip(world.agents + world.landmarks, positions + [(0.8, -0.8), (-0.8, -0.8)], strict=True):
+        entity.state.p_pos, entity.state.p_vel = np.array(pos), np.zeros(2)
+    _, reward, _, _, _ = env.step(np.zeros(4, np.int64))
+    np.testing.assert_array_equal(reward, [10.0, 10.0, 10.0, -10.0])  # one catch: +10 each adversary, -10 prey
 
 
 def test_mpe2_continuous_actions_in_the_box_and_out_of_it():
@@ -242,6 +286,9 @@ def test_seeded_resets_reproduce_episodes(env_id):
     for x, y in zip(rollout(a, 7), rollout(b, 7), strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(rollout(a, 7)[0], rollout(a, 8)[0])
+    np.testing.assert_array_equal(a.reset(seed=np.int64(7))[0], rollout(b, 7)[0])  # numpy integers too
+    with pytest.raises(TypeError, match=r"reset\(seed=...\) takes an int or None, got 7.0"):
+        a.reset(seed=7.0)
 
 
 # ---------------------------------------------------------------------------------------------- vector env
@@ -284,6 +331,17 @@ def test_vector_env_auto_resets_on_the_same_step_like_single_envs_with_the_same_
             np.testing.assert_array_equal(vinfo["avail_actions"][e], info["avail_actions"])
     assert ends["truncated"] >= 3  # each env reached its 9-step limit at least once
     assert ends["terminated"] >= 1  # and random players ate the lone food in some episode
+
+
+def test_vector_env_with_box_actions():
+    vec = MultiAgentVectorEnv([lambda: make_multiagent_env(SPREAD, continuous_actions=True, max_cycles=3)] * 2)
+    assert (vec.discrete, vec.act_dim, vec.reward_unit) == (False, 5, make_multiagent_env(SPREAD).reward_unit)
+    obs, info = vec.reset(seed=0)
+    assert obs.shape == (2, 3, 18) and info["avail_actions"].shape == (2, 3, 5) and info["avail_actions"].all()
+    for t in range(1, 4):
+        obs, reward, terminated, truncated, info = vec.step(np.full((2, 3, 5), 0.5, np.float32))
+        assert reward.shape == (2, 3) and truncated.tolist() == [t == 3] * 2 and not terminated.any()
+    np.testing.assert_array_equal(info["episode_length"], [3, 3])
 
 
 def test_vector_env_checks():
@@ -431,6 +489,15 @@ def test_maenv_old_names_name_parl_scenario(name, fix):
         MAenv("simple_nothing")
 
 
+def test_maenv_render_takes_the_old_gym_mode(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = MAenv("simple_spread")
+    env.reset()
+    frame = env.render(mode="rgb_array")
+    assert frame.shape == (700, 700, 3) and frame.dtype == np.uint8 and frame.std() > 0
+    env.close()
+
+
 def test_maenv_seeding():
     a, b = MAenv("simple_spread"), MAenv("simple_spread")
     a.seed(3)
@@ -446,7 +513,9 @@ def test_import_parl_env_stays_cheap_and_maenv_imports_without_mpe2():
         "import sys, parl.env\n"
         "from parl.env.multiagent_env import MAenv\n"
         "from parl.env import make_multiagent_env, MultiAgentVectorEnv\n"
-        "import parl.env.multiagent\n"
+        "import parl.env.multiagent, parl_core.env.multiagent_env\n"
+        "assert MAenv is parl_core.env.multiagent_env.MAenv and parl.env.MAenv is MAenv\n"
+        "assert parl.env.multiagent.make_multiagent_env is make_multiagent_env\n"
         "heavy = ('mpe2', 'pettingzoo', 'lbforaging', 'rware', 'torch', 'paddle')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )

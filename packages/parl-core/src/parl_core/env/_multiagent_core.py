@@ -32,8 +32,8 @@ class MultiAgentEnv:
             ``avail_actions``.
         act_dim: Box: the largest agent's action size; Discrete: ``n_actions`` (the one-hot width).
         act_dims: each agent's own Box size or Discrete n.
-        action_low, action_high: float32 [n_agents, act_dim], the Box bounds (padding entries 0); for
-            Discrete 0 and ``n - 1``.
+        action_low, action_high: Box: float32 [n_agents, act_dim], the bounds (padding entries 0);
+            Discrete: int64 [n_agents], 0 and each agent's ``n - 1``.
         observation_spaces, action_spaces: the env's own gymnasium spaces, lists in agent order.
         episode_limit: the step limit of an episode (reaching it is a truncation).
         reward_unit: one sentence: per-agent or shared, local or global.
@@ -59,16 +59,18 @@ class MultiAgentEnv:
         self.obs_dims = [int(np.prod(space.shape)) for space in self.observation_spaces]
         self.obs_dim = max(self.obs_dims)
         self.state_dim = sum(self.obs_dims)
-        self._same_obs = len(set(self.obs_dims)) == 1
-        self._flat_obs = all(len(space.shape) == 1 for space in self.observation_spaces)
+        # all agents' observations are vectors of one size: packing is one np.array call
+        self._same_obs = len(set(self.obs_dims)) == 1 and all(len(s.shape) == 1 for s in self.observation_spaces)
         kinds = {type(space) for space in self.action_spaces}
         if all(issubclass(kind, spaces.Discrete) for kind in kinds):
             self.discrete = True
-            self._starts = np.array([int(space.start) for space in self.action_spaces])
+            starts = [int(space.start) for space in self.action_spaces]
+            self._starts = starts if any(starts) else None
             self.act_dims = [int(space.n) for space in self.action_spaces]
+            self._uniform_n = self.act_dims[0] if len(set(self.act_dims)) == 1 else 0
             self.n_actions = self.act_dim = max(self.act_dims)
-            self.action_low = np.zeros((self.n_agents, 1), np.float32)
-            self.action_high = np.array([[n - 1] for n in self.act_dims], np.float32)
+            self.action_low = np.zeros(self.n_agents, np.int64)
+            self.action_high = np.array(self.act_dims, np.int64) - 1
             self._avail = np.arange(self.n_actions)[None, :] < np.array(self.act_dims)[:, None]
         elif all(issubclass(kind, spaces.Box) for kind in kinds):
             if any(len(space.shape) != 1 for space in self.action_spaces):
@@ -90,14 +92,14 @@ class MultiAgentEnv:
                 f"{self.env_id}: every agent needs a Discrete or a Box action space (not mixed), "
                 f"got {self.action_spaces}"
             )
-        self._raw_obs: list[np.ndarray] | None = None
+        self._raw_obs: Sequence[np.ndarray] | None = None
         self._needs_reset = True
 
     # ------------------------------------------------------------------ family hooks
-    def _reset_raw(self, seed: int | None) -> list[np.ndarray]:
+    def _reset_raw(self, seed: int | None) -> Sequence[np.ndarray]:
         raise NotImplementedError
 
-    def _step_raw(self, actions: list[Any]) -> tuple[list[np.ndarray], Any, bool, bool]:
+    def _step_raw(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the interface
@@ -110,11 +112,19 @@ class MultiAgentEnv:
         Returns:
             ``(obs float32 [n_agents, obs_dim], info)`` with ``info["state"]`` float32 [state_dim] and
             ``info["avail_actions"]`` bool [n_agents, n_actions].
+
+        Raises:
+            TypeError: ``seed`` is not an int (numpy integers are accepted).
         """
+        if seed is not None:
+            if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+                raise TypeError(f"reset(seed=...) takes an int or None, got {seed!r}")
+            seed = int(seed)
         raw = self._reset_raw(seed)
         self._raw_obs = raw
         self._needs_reset = False
-        return self._pack(raw), {"state": self.state(), "avail_actions": self.avail_actions()}
+        obs = self._pack(raw)
+        return obs, {"state": self._state_of(obs, raw), "avail_actions": self.avail_actions()}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, np.ndarray]]:
         """Every agent acts once (one joint env step).
@@ -138,19 +148,13 @@ class MultiAgentEnv:
         """
         if self._needs_reset:
             raise RuntimeError(f"{self.env_id}: the episode has ended or not started; call reset() before step()")
-        env_actions = self._env_actions(actions)
-        raw, reward, terminated, truncated = self._step_raw(env_actions)
+        raw, reward, terminated, truncated = self._step_raw(self._env_actions(actions))
         self._raw_obs = raw
         if terminated or truncated:
             self._needs_reset = True
-        reward = np.asarray(reward, np.float32)
-        return (
-            self._pack(raw),
-            reward,
-            terminated,
-            truncated,
-            {"state": self.state(), "avail_actions": self.avail_actions()},
-        )
+        obs = self._pack(raw)
+        info = {"state": self._state_of(obs, raw), "avail_actions": self.avail_actions()}
+        return obs, np.array(reward, np.float32), terminated, truncated, info
 
     def state(self) -> np.ndarray:
         """The global state, float32 [state_dim]: the agents' own observations concatenated in agent order.
@@ -160,7 +164,7 @@ class MultiAgentEnv:
         """
         if self._raw_obs is None:
             raise RuntimeError(f"{self.env_id}: call reset() before state()")
-        return np.concatenate(self._raw_obs, axis=None).astype(np.float32, copy=False)
+        return self._state_of(self._pack(self._raw_obs), self._raw_obs)
 
     def avail_actions(self) -> np.ndarray:
         """Which actions each agent may take now, bool [n_agents, n_actions] (all True for Box; False marks padding)."""
@@ -183,37 +187,36 @@ class MultiAgentEnv:
 
     # ------------------------------------------------------------------ helpers
     def _pack(self, raw: Sequence[np.ndarray]) -> np.ndarray:
-        if self._same_obs and self._flat_obs:
-            return np.asarray(raw, dtype=np.float32)
+        """The observations float32 [n_agents, obs_dim], zero-padded where an agent has fewer features."""
+        if self._same_obs:
+            return np.array(raw, np.float32)
         out = np.zeros((self.n_agents, self.obs_dim), np.float32)
         for i, obs in enumerate(raw):
             flat = np.ravel(obs)
             out[i, : flat.shape[0]] = flat
         return out
 
+    def _state_of(self, obs: np.ndarray, raw: Sequence[np.ndarray]) -> np.ndarray:
+        """The state float32 [state_dim] (the unpadded observations concatenated), a new array."""
+        if self._same_obs:
+            return obs.reshape(-1).copy()  # not a view: writing into obs must not change the state
+        return np.concatenate([np.ravel(o) for o in raw]).astype(np.float32, copy=False)
+
     def _env_actions(self, actions: Any) -> list[Any]:
         """Checks ``actions`` and converts them to one action per agent for the env."""
-        a = np.asarray(actions)
+        a = actions if type(actions) is np.ndarray else np.asarray(actions)
         if self.discrete:
-            if a.shape != (self.n_agents,):
-                raise ValueError(
-                    f"{self.env_id}: expected one integer action per agent, shape ({self.n_agents},), got shape "
-                    f"{a.shape}; pass e.g. q.argmax(-1) over [n_agents, n_actions]"
-                )
-            if a.dtype.kind not in "iu":
-                raise TypeError(
-                    f"{self.env_id}: Discrete actions must be integers, got dtype {a.dtype}; "
-                    "pass actions.astype(np.int64)"
-                )
+            if a.shape != (self.n_agents,) or a.dtype.kind not in "iu":
+                self._raise_bad_discrete(a)
             out = a.tolist()
-            for i, (x, n) in enumerate(zip(out, self.act_dims, strict=True)):
-                if not 0 <= x < n:
-                    raise ValueError(
-                        f"{self.env_id}: agent {i} ({self.agents[i]}) has {n} actions (0..{n - 1}), got action {x}; "
-                        "mask the unavailable ones with avail_actions()"
-                    )
-            if self._starts.any():
-                out = [x + int(s) for x, s in zip(out, self._starts, strict=True)]
+            n = self._uniform_n
+            if n:
+                if min(out) < 0 or max(out) >= n:
+                    self._raise_bad_discrete(a)
+            elif not all(0 <= x < m for x, m in zip(out, self.act_dims, strict=True)):
+                self._raise_bad_discrete(a)
+            if self._starts is not None:
+                out = [x + s for x, s in zip(out, self._starts, strict=True)]
             return out
         a = a.astype(np.float32, copy=False)
         if a.shape != (self.n_agents, self.act_dim):
@@ -227,3 +230,20 @@ class MultiAgentEnv:
                 f"np.clip(actions, env.action_low, env.action_high), got {a.tolist()}"
             )
         return [a[i, :d] for i, d in enumerate(self.act_dims)]
+
+    def _raise_bad_discrete(self, a: np.ndarray) -> None:
+        if a.shape != (self.n_agents,):
+            raise ValueError(
+                f"{self.env_id}: expected one integer action per agent, shape ({self.n_agents},), got shape "
+                f"{a.shape}; pass e.g. q.argmax(-1) over [n_agents, n_actions]"
+            )
+        if a.dtype.kind not in "iu":
+            raise TypeError(
+                f"{self.env_id}: Discrete actions must be integers, got dtype {a.dtype}; pass actions.astype(np.int64)"
+            )
+        for i, (x, n) in enumerate(zip(a.tolist(), self.act_dims, strict=True)):
+            if not 0 <= x < n:
+                raise ValueError(
+                    f"{self.env_id}: agent {i} ({self.agents[i]}) has {n} actions (0..{n - 1}), got action {x}; "
+                    "mask the unavailable ones with avail_actions()"
+                )

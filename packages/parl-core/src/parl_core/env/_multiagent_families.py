@@ -4,6 +4,7 @@ parallel API), LBF (lbforaging 2.0) and RWARE (rware 2.0). Their packages are im
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,35 @@ MPE2_MODULES = {
     "simple_formation": "simple_formation_v1",
     "simple_line": "simple_line_v1",
     "collect_treasure": "collect_treasure_v1",
+}
+
+# the reward unit of the mpe2 scenarios without local_ratio (read in mpe2 1.1.1's scenario code)
+MPE2_REWARD_UNITS = {
+    "simple": "single agent: minus its squared distance to the landmark",
+    "simple_adversary": (
+        "per-agent, two teams: the good agents share one reward (minus their best distance to the target plus the "
+        "adversary's distance to it); the adversary's is minus its own distance to the target"
+    ),
+    "simple_crypto": (
+        "per-agent, two teams: alice and bob share one reward (minus bob's reconstruction error plus eve's); "
+        "eve's is minus its own error"
+    ),
+    "simple_push": (
+        "per-agent, two teams: the agent's is minus its distance to its goal; the adversary's is that distance "
+        "minus its own distance to the goal"
+    ),
+    "simple_speaker_listener": (
+        "shared, global: both agents get the same reward (minus the listener's squared distance to the target)"
+    ),
+    "simple_tag": (
+        "per-agent, two teams: every adversary gets +10 per adversary-good agent collision (the same for all "
+        "adversaries); the good agent -10 per collision and a penalty for leaving the arena"
+    ),
+    "simple_world_comm": (
+        "per-agent, two teams: the adversaries share a reward for catching good agents (plus their own distance "
+        "shaping); each good agent its own (caught, food eaten, leaving the arena)"
+    ),
+    "collect_treasure": "per-agent: each agent's own distance shaping plus one shared global reward for deposits",
 }
 
 
@@ -73,6 +103,8 @@ class MPE2Env(MultiAgentEnv):
         try:
             module = importlib.import_module(f"mpe2.{module_name}")
         except ModuleNotFoundError as exc:
+            if exc.name is None or not f"mpe2.{module_name}".startswith(exc.name) or exc.name == "mpe2":
+                raise ImportError(f"{env_id!r} needs mpe2 and its dependencies ({exc}): {MARL_EXTRA}") from exc
             raise ValueError(
                 f"mpe2 has no scenario {module_name!r}; use one of {sorted('mpe2:' + m for m in MPE2_MODULES.values())}"
             ) from exc
@@ -91,11 +123,9 @@ class MPE2Env(MultiAgentEnv):
             core.max_cycles,
         )
         self.local_ratio = core.local_ratio
+        scenario = module_name.rsplit("_v", 1)[0]
         if core.local_ratio is None:
-            self.reward_unit = (
-                "per-agent: each agent's own reward from the scenario (in adversarial scenarios the teams' "
-                "rewards differ in sign); team return = sum over the team's agents"
-            )
+            self.reward_unit = MPE2_REWARD_UNITS.get(scenario, "per-agent: each agent's own reward from the scenario")
         elif core.local_ratio == 0:
             self.reward_unit = (
                 "shared, global: every agent gets the same global reward each step (local_ratio=0); the "
@@ -108,12 +138,12 @@ class MPE2Env(MultiAgentEnv):
             )
         self.agent_infos: dict[str, Any] = {}
 
-    def _reset_raw(self, seed: int | None) -> list[np.ndarray]:
+    def _reset_raw(self, seed: int | None) -> Sequence[np.ndarray]:
         obs, infos = self._env.reset(seed=seed)
         self.agent_infos = infos
         return [obs[a] for a in self.agents]
 
-    def _step_raw(self, actions: list[Any]) -> tuple[list[np.ndarray], Any, bool, bool]:
+    def _step_raw(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
         agents = self.agents
         obs, rewards, terminations, truncations, infos = self._env.step(dict(zip(agents, actions, strict=True)))
         self.agent_infos = infos
@@ -164,23 +194,23 @@ class ForagingEnv(MultiAgentEnv):
         )
         self._players = self._core.players
 
-    def _reset_raw(self, seed: int | None) -> list[np.ndarray]:
+    def _reset_raw(self, seed: int | None) -> Sequence[np.ndarray]:
         obs, _ = self._core.reset(seed=seed)
-        return list(obs)
+        return obs
 
-    def _step_raw(self, actions: list[Any]) -> tuple[list[np.ndarray], Any, bool, bool]:
+    def _step_raw(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
         obs, rewards, done, _, _ = self._core.step(actions)
         terminated = done and not self._core.field.any()
-        return list(obs), rewards, terminated, done and not terminated
+        return obs, rewards, terminated, done and not terminated
 
     def avail_actions(self) -> np.ndarray:
         """bool [n_agents, 6]: the actions lbforaging counts as valid for each agent now (NONE always)."""
-        mask = np.zeros((self.n_agents, self.n_actions), bool)
         valid = self._core._valid_actions
-        for i, player in enumerate(self._players):
+        rows = [[False] * 6 for _ in self._players]
+        for row, player in zip(rows, self._players, strict=True):
             for action in valid[player]:
-                mask[i, action.value] = True
-        return mask
+                row[action._value_] = True  # Action.value without the enum property's cost
+        return np.array(rows)
 
 
 class WarehouseEnv(MultiAgentEnv):
@@ -230,13 +260,13 @@ class WarehouseEnv(MultiAgentEnv):
                 "return = sum over agents"
             )
 
-    def _reset_raw(self, seed: int | None) -> list[np.ndarray]:
+    def _reset_raw(self, seed: int | None) -> Sequence[np.ndarray]:
         obs, _ = self._core.reset(seed=seed)
-        return list(obs)
+        return obs
 
-    def _step_raw(self, actions: list[Any]) -> tuple[list[np.ndarray], Any, bool, bool]:
+    def _step_raw(self, actions: list[Any]) -> tuple[Sequence[np.ndarray], Any, bool, bool]:
         obs, rewards, done, _, _ = self._core.step(actions)
-        return list(obs), rewards, False, bool(done)
+        return obs, rewards, False, bool(done)
 
 
 def _gym_make(env_id: str, bare_id: str, example: str, **kwargs: Any) -> Any:

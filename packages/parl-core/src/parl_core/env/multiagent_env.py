@@ -177,8 +177,19 @@ class MAenv:
             )
         return int(np.argmax(act))
 
-    def render(self) -> Any:
-        """Renders through mpe2 (PARL's examples call it with ``--show``)."""
+    def render(self, mode: str = "human") -> Any:
+        """Renders through mpe2 (PARL's examples call ``env.render()`` with ``--show``).
+
+        Args:
+            mode: the old gym API's mode, used when the env was made without a render mode: ``"human"`` opens a
+                window (mpe2 then also draws every step), ``"rgb_array"`` returns the frame.
+
+        Returns:
+            ``"rgb_array"``: uint8 [700, 700, 3]; ``"human"``: None.
+        """
+        core = self.env.unwrapped
+        if core.render_mode is None:
+            core.render_mode = mode
         return self.env.render()
 
     def close(self) -> None:
