@@ -107,9 +107,15 @@ def loadavg() -> str:
 
 
 def eval_interval(row: str, budget: int) -> int:
-    """EPyMARL tests when ``t_env - last_test >= test_interval``, ``t_env`` growing by whole episodes of all its
-    parallel envs: the interval is shortened by one such batch so that the 20th test falls at the budget."""
+    """EPyMARL tests after the first batch of episodes and then when ``t_env - last_test >= test_interval``,
+    ``t_env`` growing by whole episodes of all its parallel envs, and trains while ``t_env <= t_max``. Spread's
+    episodes all last 25 steps: with the interval budget / 20 the 20th test comes one batch past the budget (the
+    batch that starts at the budget). LBF's episodes end early when the food is gone, so each interval can
+    overshoot by up to one batch: the interval is shortened by one batch, and the 20th test falls within 20
+    batches before the budget (QMIX: 1,000 steps; COMA, 10 envs: 10,000)."""
     spec = ROWS[row]
+    if spec["task"] == "spread":
+        return budget // EVAL_POINTS
     return max(1, budget // EVAL_POINTS - EPISODE_LIMIT[spec["task"]] * spec["envs"])
 
 
@@ -218,6 +224,8 @@ def parse_epymarl(run_dir: str) -> dict:
     scale = ROWS[row]["scale"]
     steps = test["steps"]
     t_env = max((s for m in metrics.values() for s in m.get("steps", [])), default=0)  # the last logged t_env
+    if run.get("status") == "COMPLETED":  # it trains on until t_env > t_max (logs are sparser)
+        t_env = max(t_env, config["t_max"])
     return {
         "lib": "epymarl", "row": row, "seed": config["seed"], "budget": config["t_max"], "status": run.get("status"),
         "env_key": config["env_args"]["key"], "curve_steps": steps,
