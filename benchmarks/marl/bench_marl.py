@@ -228,7 +228,7 @@ def parse_epymarl(run_dir: str) -> dict:
         t_env = max(t_env, config["t_max"])
     return {
         "lib": "epymarl", "row": row, "seed": config["seed"], "budget": config["t_max"], "status": run.get("status"),
-        "env_key": config["env_args"]["key"], "curve_steps": steps,
+        "env_key": config["env_args"]["key"], "env_args": config["env_args"], "curve_steps": steps,
         "curve_wall_s": [_ts(t) - start for t in test["timestamps"]], "start_t": start,
         "curve_t": [_ts(t) for t in test["timestamps"]],
         "curve_return": [v * scale for v in test["values"]],
@@ -313,16 +313,27 @@ TASK_MARK = {"spread": "simple_spread", "lbf": LBF_ID}
 
 def on_task(r: dict) -> bool:
     """Whether a parsed run played its row's task (a logdir tree may hold runs on other envs)."""
-    env = r.get("env_key") or r.get("env_id") or ""
-    return TASK_MARK[ROWS[r["row"]]["task"]] in env
+    env = (r.get("env_key") or r.get("env_id") or "").replace("_", "-")
+    task = ROWS[r["row"]]["task"]
+    if TASK_MARK[task].replace("_", "-") not in env:
+        return False
+    kwargs = r.get("env_args")  # EPyMARL: spread needs PARL's settings, not mpe2's defaults
+    return task != "spread" or kwargs is None or all(
+        kwargs.get(k) == SPREAD[k] for k in ("N", "local_ratio", "max_cycles"))
 
 
 def collect(args) -> list[dict]:
     """Existing logs: EPyMARL sacred runs, BenchMARL runs and ours (``ROW=DIR``: every summary.json below);
     runs on another env than their row's task are left out (with a note on stderr)."""
     rows: list[dict] = []
+    for path in args.results_jsonl:  # lines written by --out: load averages and wait4 CPU seconds included
+        with open(path) as f:
+            rows.extend(json.loads(line) for line in f if line.strip())
+    known = {r["run_dir"] for r in rows}
     for results in args.epymarl_results:
         for run_dir in _sacred_runs(results):
+            if run_dir in known:
+                continue
             try:
                 rows.append(parse_epymarl(run_dir))
             except (ValueError, KeyError, json.JSONDecodeError) as exc:
@@ -334,7 +345,8 @@ def collect(args) -> list[dict]:
                 raise SystemExit(f"--{lib}-results {spec!r}: expected ROW=DIR with ROW one of {list(ROWS)}")
             for top in sorted(glob.glob(root)):
                 for summary in sorted(glob.glob(os.path.join(top, "**", "summary.json"), recursive=True)):
-                    rows.append(parse_ours(os.path.dirname(summary), row, lib))
+                    if os.path.dirname(summary) not in known:
+                        rows.append(parse_ours(os.path.dirname(summary), row, lib))
     for r in rows:
         if not on_task(r):
             print(f"left out {r['run_dir']}: env {r.get('env_key') or r.get('env_id')!r} is not the {r['row']} task",
@@ -480,6 +492,7 @@ def main() -> None:
                         help="run that row's example from another checkout (default: this one)")
     parser.add_argument("--ours-args", action="append", default=[], metavar="ROW=ARGS",
                         help='extra flags for that row\'s example, e.g. mappo="--actors 2"')
+    parser.add_argument("--results-jsonl", action="append", default=[], help="--parse: a file written by --out")
     parser.add_argument("--epymarl-results", action="append", default=[], help="--parse: a sacred results root")
     parser.add_argument("--benchmarl-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
     parser.add_argument("--ours-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
