@@ -326,9 +326,17 @@ def collect(args) -> list[dict]:
     """Existing logs: EPyMARL sacred runs, BenchMARL runs and ours (``ROW=DIR``: every summary.json below);
     runs on another env than their row's task are left out (with a note on stderr)."""
     rows: list[dict] = []
-    for path in args.results_jsonl:  # lines written by --out: load averages and wait4 CPU seconds included
-        with open(path) as f:
-            rows.extend(json.loads(line) for line in f if line.strip())
+    for path in args.results_jsonl:  # lines written by --out: the run's logs parsed again, plus load averages
+        with open(path) as f:  # and wait4 CPU seconds from the line
+            for line in filter(str.strip, f):
+                rec = json.loads(line)
+                if rec["lib"] == "epymarl":
+                    run = parse_epymarl(rec["run_dir"])
+                else:
+                    run = parse_ours(rec["run_dir"], rec["row"], rec["lib"])
+                run.update({k: rec[k] for k in ("load_before", "load_after", "process_wall_s", "cpu_s", "log")
+                            if k in rec})
+                rows.append(run)
     known = {r["run_dir"] for r in rows}
     for results in args.epymarl_results:
         for run_dir in _sacred_runs(results):
