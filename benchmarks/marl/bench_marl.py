@@ -344,7 +344,7 @@ def collect(args) -> list[dict]:
                 continue
             try:
                 rows.append(parse_epymarl(run_dir))
-            except (ValueError, KeyError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
                 print(f"skipped {run_dir}: {exc}", file=sys.stderr)
     for lib, specs in (("ours", args.ours_results), ("benchmarl", args.benchmarl_results)):
         for spec in specs:
