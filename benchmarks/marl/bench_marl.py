@@ -30,8 +30,11 @@ every budget / 20 env steps and at the start. Figures per run:
   returns"); mean over evaluations (EPyMARL's "average returns");
 - env steps/s including training (and evaluation): env steps / wall seconds of the run (EPyMARL: sacred's
   start to stop; ours: ``summary.json`` ``wall_s``);
-- time to a fixed return: the wall seconds at the first evaluation at or above the row's threshold (default:
-  the random return plus half the gap to the peer's mean final return; ``--threshold ROW=VALUE``).
+- time to a fixed return: the wall seconds at the first evaluation at or above the row's threshold, fixed per
+  task (``--threshold ROW=VALUE`` to change): MADDPG spread -110 summed
+  (random -158.6), MAPPO spread -44.5 per agent (random -52.9 plus half the gap to EPyMARL's MAPPO seed 0 final
+  -36.2), LBF 0.1 team return (20x random) for QMIX and COMA (EPyMARL's QMIX and COMA stayed near random at
+  500k here, so "half the gap to the peer's final" would be noise).
 
 Per row it prints mean and 95 % interval over seeds (Student t) of each figure, ours - peer returns (paired
 bootstrap interval) and the ratios ours / peer for speed (steps/s) and peer / ours for time to the return.
@@ -82,16 +85,16 @@ EPYMARL_ENV = {
 EPISODE_LIMIT = {"spread": 25, "lbf": 50}
 # scale: EPyMARL's common reward is the sum over agents; the row's unit is that sum times `scale`
 ROWS = {
-    "maddpg": {"task": "spread", "budget": 625_000, "scale": 1.0, "random": -158.6, "envs": 1,
+    "maddpg": {"threshold": -110.0, "task": "spread", "budget": 625_000, "scale": 1.0, "random": -158.6, "envs": 1,
                "unit": "episode return summed over the 3 agents (mpe2 spread, N=3, local_ratio=0, 25 steps)",
                "ours": ["examples/maddpg/train.py", "--scenario", "simple_spread"]},
-    "qmix": {"task": "lbf", "budget": 500_000, "scale": 1.0, "random": 0.005, "envs": 1,
+    "qmix": {"threshold": 0.1, "task": "lbf", "budget": 500_000, "scale": 1.0, "random": 0.005, "envs": 1,
              "unit": f"team return summed over the 2 agents (lbforaging {LBF_ID}, 50 steps)",
              "ours": ["examples/qmix/train.py", "--env", LBF_ID]},
-    "coma": {"task": "lbf", "budget": 500_000, "scale": 1.0, "random": 0.005, "envs": 10,
+    "coma": {"threshold": 0.1, "task": "lbf", "budget": 500_000, "scale": 1.0, "random": 0.005, "envs": 10,
              "unit": f"team return summed over the 2 agents (lbforaging {LBF_ID}, 50 steps)",
              "ours": ["examples/coma/train.py", "--env", LBF_ID]},
-    "mappo": {"task": "spread", "budget": 500_000, "scale": 1.0 / 3.0, "random": -52.9, "envs": 10,
+    "mappo": {"threshold": -44.5, "task": "spread", "budget": 500_000, "scale": 1.0 / 3.0, "random": -52.9, "envs": 10,
               "unit": "per-agent episode return (sum over the 3 agents / 3; mpe2 spread, N=3, local_ratio=0, "
                       "25 steps)",
               "ours": ["examples/mappo/train.py", "--env", SPREAD["id"]]},
@@ -107,9 +110,15 @@ def loadavg() -> str:
 
 
 def eval_interval(row: str, budget: int) -> int:
-    """EPyMARL tests when ``t_env - last_test >= test_interval``, ``t_env`` growing by whole episodes of all its
-    parallel envs: the interval is shortened by one such batch so that the 20th test falls at the budget."""
+    """EPyMARL tests after the first batch of episodes and then when ``t_env - last_test >= test_interval``,
+    ``t_env`` growing by whole episodes of all its parallel envs, and trains while ``t_env <= t_max``. Spread's
+    episodes all last 25 steps: with the interval budget / 20 the 20th test comes one batch past the budget (the
+    batch that starts at the budget). LBF's episodes end early when the food is gone, so each interval can
+    overshoot by up to one batch: the interval is shortened by one batch, and the 20th test falls within 20
+    batches before the budget (QMIX: 1,000 steps; COMA, 10 envs: 10,000)."""
     spec = ROWS[row]
+    if spec["task"] == "spread":
+        return budget // EVAL_POINTS
     return max(1, budget // EVAL_POINTS - EPISODE_LIMIT[spec["task"]] * spec["envs"])
 
 
@@ -218,9 +227,11 @@ def parse_epymarl(run_dir: str) -> dict:
     scale = ROWS[row]["scale"]
     steps = test["steps"]
     t_env = max((s for m in metrics.values() for s in m.get("steps", [])), default=0)  # the last logged t_env
+    if run.get("status") == "COMPLETED":  # it trains on until t_env > t_max (logs are sparser)
+        t_env = max(t_env, config["t_max"])
     return {
         "lib": "epymarl", "row": row, "seed": config["seed"], "budget": config["t_max"], "status": run.get("status"),
-        "env_key": config["env_args"]["key"], "curve_steps": steps,
+        "env_key": config["env_args"]["key"], "env_args": config["env_args"], "curve_steps": steps,
         "curve_wall_s": [_ts(t) - start for t in test["timestamps"]], "start_t": start,
         "curve_t": [_ts(t) for t in test["timestamps"]],
         "curve_return": [v * scale for v in test["values"]],
@@ -305,19 +316,38 @@ TASK_MARK = {"spread": "simple_spread", "lbf": LBF_ID}
 
 def on_task(r: dict) -> bool:
     """Whether a parsed run played its row's task (a logdir tree may hold runs on other envs)."""
-    env = r.get("env_key") or r.get("env_id") or ""
-    return TASK_MARK[ROWS[r["row"]]["task"]] in env
+    env = (r.get("env_key") or r.get("env_id") or "").replace("_", "-")
+    task = ROWS[r["row"]]["task"]
+    if TASK_MARK[task].replace("_", "-") not in env:
+        return False
+    kwargs = r.get("env_args")  # EPyMARL: spread needs PARL's settings, not mpe2's defaults
+    return task != "spread" or kwargs is None or all(
+        kwargs.get(k) == SPREAD[k] for k in ("N", "local_ratio", "max_cycles"))
 
 
 def collect(args) -> list[dict]:
     """Existing logs: EPyMARL sacred runs, BenchMARL runs and ours (``ROW=DIR``: every summary.json below);
     runs on another env than their row's task are left out (with a note on stderr)."""
     rows: list[dict] = []
+    for path in args.results_jsonl:  # lines written by --out: the run's logs parsed again, plus load averages
+        with open(path) as f:  # and wait4 CPU seconds from the line
+            for line in filter(str.strip, f):
+                rec = json.loads(line)
+                if rec["lib"] == "epymarl":
+                    run = parse_epymarl(rec["run_dir"])
+                else:
+                    run = parse_ours(rec["run_dir"], rec["row"], rec["lib"])
+                run.update({k: rec[k] for k in ("load_before", "load_after", "process_wall_s", "cpu_s", "log")
+                            if k in rec})
+                rows.append(run)
+    known = {r["run_dir"] for r in rows}
     for results in args.epymarl_results:
         for run_dir in _sacred_runs(results):
+            if run_dir in known:
+                continue
             try:
                 rows.append(parse_epymarl(run_dir))
-            except (ValueError, KeyError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
                 print(f"skipped {run_dir}: {exc}", file=sys.stderr)
     for lib, specs in (("ours", args.ours_results), ("benchmarl", args.benchmarl_results)):
         for spec in specs:
@@ -326,7 +356,8 @@ def collect(args) -> list[dict]:
                 raise SystemExit(f"--{lib}-results {spec!r}: expected ROW=DIR with ROW one of {list(ROWS)}")
             for top in sorted(glob.glob(root)):
                 for summary in sorted(glob.glob(os.path.join(top, "**", "summary.json"), recursive=True)):
-                    rows.append(parse_ours(os.path.dirname(summary), row, lib))
+                    if os.path.dirname(summary) not in known:
+                        rows.append(parse_ours(os.path.dirname(summary), row, lib))
     for r in rows:
         if not on_task(r):
             print(f"left out {r['run_dir']}: env {r.get('env_key') or r.get('env_id')!r} is not the {r['row']} task",
@@ -392,15 +423,11 @@ def report(results: list[dict], thresholds: dict[str, float]) -> None:
         by = {lib: sorted([r for r in done if r["row"] == row and r["lib"] == lib and budget_class(r) == budget],
                           key=lambda r: r["seed"]) for lib in libs_order}
         spec = ROWS[row]
-        threshold = thresholds.get(row)
-        if threshold is None and by["epymarl"]:
-            peer_final = statistics.mean(r["curve_return"][-1] for r in by["epymarl"] if r["curve_return"])
-            threshold = spec["random"] + 0.5 * (peer_final - spec["random"])
+        threshold = thresholds.get(row, spec["threshold"])
         print(f"\n### {row}, {budget:,} env steps: {spec['unit']}")
-        shown = "none" if threshold is None else f"{threshold:.3f}"
+        shown = f"{threshold:.3f}"
         print(f"Budgets {sorted({r['budget'] for lib in by.values() for r in lib})} env steps (joint steps over all "
-              f"parallel envs); random policy {spec['random']}; threshold {shown} (random + half the gap to "
-              "EPyMARL's mean final return unless given).")
+              f"parallel envs); random policy {spec['random']}; threshold {shown}.")
         print("\n| lib | seeds | final return | best return | average over evaluations | env steps/s incl. training "
               "| env steps per CPU s | time to threshold s (reached) | CPU s to threshold (reached) |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -472,6 +499,7 @@ def main() -> None:
                         help="run that row's example from another checkout (default: this one)")
     parser.add_argument("--ours-args", action="append", default=[], metavar="ROW=ARGS",
                         help='extra flags for that row\'s example, e.g. mappo="--actors 2"')
+    parser.add_argument("--results-jsonl", action="append", default=[], help="--parse: a file written by --out")
     parser.add_argument("--epymarl-results", action="append", default=[], help="--parse: a sacred results root")
     parser.add_argument("--benchmarl-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
     parser.add_argument("--ours-results", action="append", default=[], metavar="ROW=DIR", help="--parse")
