@@ -264,7 +264,8 @@ def main() -> None:
                             round(float(eval_returns.std()), 3), round(recent, 3), round(step / wall, 1)])
             curve_file.flush()
             summary.add_scalar("eval/return_mean", float(eval_returns.mean()), step)
-            summary.add_scalar("train/critic_loss", critic_loss, step)
+            if updates:  # no loss before the first update (tensorboard warns on NaN)
+                summary.add_scalar("train/critic_loss", critic_loss, step)
             for key, value in algs[0].last_info.items():
                 summary.add_scalar(f"agent0/{key}", value, step)
             bar.set_postfix(eval=f"{eval_returns.mean():.1f}", train=f"{recent:.1f}")
