@@ -20,7 +20,7 @@ os.environ.setdefault("PARL_BACKEND", "torch")
 
 project = "PARL"
 author = "The PARL monorepo authors"
-copyright = "2026, the PARL monorepo authors"  # noqa: A001
+copyright = "2026, the PARL monorepo authors"
 release = version = "3.0.0"
 
 extensions = [
