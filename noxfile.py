@@ -60,8 +60,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     "parl": (),
 }
-# The documentation site: Sphinx and its extensions, and selenium for the browser test (docs/tests).
-DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "selenium>=4.15")
+# The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
+# selenium for the browser test (docs/tests).
+DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15")
 # What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
 INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
 

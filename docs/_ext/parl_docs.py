@@ -19,7 +19,11 @@
 2. Missing docstrings. Every module, class, function, method and property that autodoc documents must have a
    docstring: an empty one is a warning (``-W``: a failed build).
 
-3. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
+3. Learning curves. Every ``examples/<name>/results/<run>/`` folder with ``seed*/curve.csv`` files (the runs an
+   example's README reports) is plotted, at ``builder-inited``, into ``docs/_generated/curves/<name>-<run>.png``
+   (evaluation return against env steps, one line per seed); pages show them with a ``{figure}``.
+
+4. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
    documented by the API reference under that module's name; ``parl``'s re-exports must point at a documented
    object. A missing one is a warning.
 """
@@ -144,8 +148,50 @@ def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = text
 
 
+def curve_runs() -> dict[str, list[pathlib.Path]]:
+    """``<example>-<run>`` -> the ``curve.csv`` of each seed, for every results folder of the examples."""
+    runs: dict[str, list[pathlib.Path]] = {}
+    for csv in sorted(ROOT.glob("examples/*/results/*/seed*/curve.csv")):
+        run_dir = csv.parent.parent
+        runs.setdefault(f"{run_dir.parents[1].name}-{run_dir.name}", []).append(csv)
+    return runs
+
+
+def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Plot each run of :func:`curve_runs` (``eval_return_mean`` against ``env_steps``) into ``out_dir``."""
+    import csv as csv_module
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, files in curve_runs().items():
+        fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+        for csv_path in files:
+            with csv_path.open(newline="", encoding="utf-8") as f:
+                rows = list(csv_module.DictReader(f))
+            steps = [float(r["env_steps"]) for r in rows]
+            returns = [float(r["eval_return_mean"]) for r in rows]
+            ax.plot(steps, returns, marker=".", label=csv_path.parent.name)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("evaluation return (mean)")
+        ax.set_title(f"{name}: {len(files)} seeds (examples/{name.split('-')[0]}/results)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, metadata={"Software": None})
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def _builder_inited(app: Sphinx) -> None:
     app.env.parl_readme_pages = whole_readme_pages()  # type: ignore[attr-defined]
+    plot_curves(DOCS / "_generated" / "curves")
 
 
 def _check_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:

@@ -1,0 +1,54 @@
+"""The site's Sphinx extension (docs/_ext/parl_docs.py): README inclusion and the API checks."""
+
+from __future__ import annotations
+
+import logging
+
+import parl_docs
+import pytest
+
+
+def test_missing_docstring_is_a_warning(caplog):
+    caplog.set_level(logging.WARNING)
+    parl_docs._check_docstring(None, "method", "parl_core.Model.get_weights", None, None, ["", "  "])
+    parl_docs._check_docstring(None, "method", "parl_core.Model._private", None, None, [])
+    parl_docs._check_docstring(None, "function", "parl_remote.connect", None, None, ["Connect."])
+    parl_docs._check_docstring(None, "attribute", "evokit.SamplingInfo.key", None, None, [])
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["public method parl_core.Model.get_weights has no docstring (add a short Google-style one)"]
+
+
+def test_public_names_cover_the_packages():
+    names = set(parl_docs.public_names())
+    assert {("parl_remote", "remote_class"), ("parl_core", "Model"), ("parl_algorithms", "PPO"),
+            ("parl_core.utils", "ReplayMemory"), ("evokit", "ESAgent"), ("parl_monitor", "create_app")} <= names
+    assert not any(name.startswith("__") for _, name in names)
+    assert len(names) > 100
+
+
+def test_readme_links_are_rewritten_for_the_site():
+    pages = parl_docs.whole_readme_pages()
+    assert pages["examples/ga3c/README.md"] == "distributed/ga3c"
+    text = parl_docs.render_readme("examples/impala/README.md", {}, "distributed/impala", pages)
+    assert "![IMPALA Pong learning curve](../../examples/impala/pong_curve.png)" in text
+    assert "[benchmarks/README.md](/benchmarks.md#distributed)" in text
+    text = parl_docs.render_readme("examples/a2c_distributed/README.md", {}, "distributed/a2c_distributed", pages)
+    assert "[GA3C](/distributed/ga3c.md)" in text
+
+
+def test_readme_sections_and_heading_shift():
+    text = parl_docs.render_readme("packages/parl-remote/README.md", {"start": "## Ray engine", "end": "## Reliability",
+                                                                      "shift": "1"}, "cluster", {})
+    assert text.startswith("### Ray engine\n")
+    assert "#### Kubernetes (KubeRay)" in text and "## Reliability" not in text
+    with pytest.raises(ValueError, match="no line starts with"):
+        parl_docs.render_readme("packages/parl-remote/README.md", {"start": "## No such section"}, "cluster", {})
+
+
+def test_learning_curves_are_plotted(tmp_path):
+    runs = parl_docs.curve_runs()
+    assert {"coma-final", "qmix-lbf"} <= set(runs)
+    assert all(len(files) == 5 for files in runs.values())
+    written = parl_docs.plot_curves(tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in runs)
+    assert all(p.stat().st_size > 10_000 for p in written)
