@@ -31,6 +31,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import pathlib
 import re
@@ -194,7 +195,28 @@ def _builder_inited(app: Sphinx) -> None:
     plot_curves(DOCS / "_generated" / "curves")
 
 
+OUR_ROOTS = ("parl", "parl_core", "parl_algorithms", "parl_remote", "parl_monitor", "evokit")
+
+
+def drop_foreign_init_doc(obj: Any, lines: list[str]) -> None:
+    """Remove from a class's lines the ``__init__`` docstring inherited from a third-party base (``torch.nn.Module``'s
+    "Initialize internal Module state ..."), which ``autoclass_content = "both"`` would show as ours."""
+    for base in getattr(obj, "__mro__", ())[1:]:
+        if base.__module__.split(".")[0] in OUR_ROOTS or "__init__" not in vars(base):
+            continue
+        doc = inspect.getdoc(base.__init__)
+        if not doc:
+            continue
+        foreign = doc.splitlines()
+        for i in range(len(lines) - len(foreign) + 1):
+            if [line.strip() for line in lines[i: i + len(foreign)]] == [line.strip() for line in foreign]:
+                del lines[i: i + len(foreign)]
+                break
+
+
 def _check_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    if what in ("class", "exception"):
+        drop_foreign_init_doc(obj, lines)
     if what not in CHECKED_KINDS and not (what == "data" and name.count(".") == 1):
         return
     if any(part.startswith("_") for part in name.split(".")):

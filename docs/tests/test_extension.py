@@ -52,3 +52,14 @@ def test_learning_curves_are_plotted(tmp_path):
     written = parl_docs.plot_curves(tmp_path)
     assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in runs)
     assert all(p.stat().st_size > 10_000 for p in written)
+
+
+def test_torch_module_init_doc_is_not_shown_as_ours():
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        """Our network."""
+
+    lines = ["Our network.", "", *torch.nn.Module.__init__.__doc__.strip().splitlines()]
+    parl_docs.drop_foreign_init_doc(Net, lines)
+    assert [line for line in lines if line.strip()] == ["Our network."]
