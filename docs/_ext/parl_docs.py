@@ -216,7 +216,10 @@ def drop_foreign_init_doc(obj: Any, lines: list[str]) -> None:
 
 def _check_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
     if what in ("class", "exception"):
+        had_text = any(line.strip() for line in lines)
         drop_foreign_init_doc(obj, lines)
+        if had_text and not any(line.strip() for line in lines):
+            return  # this was the third-party __init__ part (autodoc passes the class and __init__ parts apart)
     if what not in CHECKED_KINDS and not (what == "data" and name.count(".") == 1):
         return
     if any(part.startswith("_") for part in name.split(".")):

@@ -63,3 +63,18 @@ def test_torch_module_init_doc_is_not_shown_as_ours():
     lines = ["Our network.", "", *torch.nn.Module.__init__.__doc__.strip().splitlines()]
     parl_docs.drop_foreign_init_doc(Net, lines)
     assert [line for line in lines if line.strip()] == ["Our network."]
+
+
+def test_a_foreign_init_part_alone_is_no_missing_docstring(caplog):
+    """autodoc passes a class's docstring and its __init__'s separately: dropping torch's is not a missing one."""
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        """Our network."""
+
+    caplog.set_level(logging.WARNING)
+    lines = torch.nn.Module.__init__.__doc__.strip().splitlines()
+    parl_docs._check_docstring(None, "class", "parl_core.Net", Net, None, lines)
+    assert lines == [] and caplog.records == []
+    parl_docs._check_docstring(None, "class", "parl_core.Net", Net, None, [])
+    assert len(caplog.records) == 1
