@@ -78,3 +78,11 @@ def test_a_foreign_init_part_alone_is_no_missing_docstring(caplog):
     assert lines == [] and caplog.records == []
     parl_docs._check_docstring(None, "class", "parl_core.Net", Net, None, [])
     assert len(caplog.records) == 1
+
+
+def test_every_parl_reexport_has_a_row_on_the_parl_page():
+    import parl
+
+    page = (parl_docs.DOCS / "api" / "parl.md").read_text(encoding="utf-8")
+    missing = [name for name in parl.__all__ if f"| `parl.{name}` |" not in page]
+    assert missing == [], f"docs/api/parl.md has no row for {missing}"

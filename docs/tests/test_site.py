@@ -68,7 +68,7 @@ def broken_links(root: pathlib.Path) -> list[str]:
     """``page -> target`` for every internal link or image whose file or anchor does not exist."""
     broken = []
     for page in sorted(root.rglob("*.html")):
-        if "_modules" in page.relative_to(root).parts:  # viewcode's highlighted sources
+        if "_modules" in page.relative_to(root).parts:  # highlighted sources, if sphinx.ext.viewcode is enabled
             continue
         for target in _parse(page).targets:
             parts = urllib.parse.urlsplit(target)
