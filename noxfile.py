@@ -9,6 +9,8 @@ Sessions:
                     real local Ray cluster) and the distributed examples on Ray; its own session, so the main
                     test command's time stays within CI's limit
     demo            trains the QuickStart agent (the main job)
+    docs            builds the documentation site (docs/ -> docs/_build/html) with warnings as errors and tests it:
+                    every code block runs, internal links and anchors resolve, the site works in headless Chromium
 
 Torch and paddlepaddle are pinned through ``constraints.txt`` (their CPU wheels are on the machine);
 package metadata keeps open ranges. parl-core's and parl-algorithms' tests run every behaviour on both
@@ -58,6 +60,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     "parl": (),
 }
+# The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
+# selenium for the browser test (docs/tests).
+DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15")
 # What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
 INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
 
@@ -191,6 +196,22 @@ loss = agent.learn(rng.normal(size=(8, 4)), rng.integers(0, 2, 8), rng.normal(si
 assert np.isfinite(loss), loss
 print('parl-core[{backend}] without {absent}: one DQN step, loss', loss)
 """
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build docs/ into docs/_build/html with ``sphinx-build -W`` (a warning, a public name without a docstring or a
+    broken internal link fails), then run docs/tests: the pages' and README.md's code blocks, the links and anchors
+    of the built HTML, and the site in headless Chromium (home page, search, an API signature)."""
+    install_tree(session, list(PACKAGES), *TEST_DEPS, *DOCS_DEPS)
+    session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
+    html = ROOT / "docs" / "_build" / "html"
+    env = {"PARL_BACKEND": "torch", "OMP_NUM_THREADS": "1"}
+    session.run("sphinx-build", "-E", "-W", "--keep-going", "-q", "-b", "html", str(ROOT / "docs"), str(html),
+                env=env)
+    session.log(f"the site: {html / 'index.html'}")
+    session.run("pytest", str(ROOT / "docs" / "tests"), "-p", "no:cacheprovider", *session.posargs,
+                env={**env, "PARL_DOCS_HTML": str(html)})
 
 
 @nox.session

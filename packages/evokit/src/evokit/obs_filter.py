@@ -33,7 +33,7 @@ class RunningStat:
         self.m2 = np.zeros(self.shape, dtype=np.float64)
 
     def push_batch(self, x: np.ndarray) -> None:
-        """Add the rows of ``x``: float [B, *shape] (B may be 0)."""
+        """Add the rows of ``x``: float ``[B, *shape]`` (B may be 0)."""
         x = np.asarray(x, dtype=np.float64)
         if x.shape[1:] != self.shape:
             raise ValueError(f"observations have shape {x.shape[1:]}, the filter expects {self.shape}")
@@ -53,12 +53,12 @@ class RunningStat:
 
     @property
     def var(self) -> np.ndarray:
-        """float64 [*shape] the sample variance (ones before two observations)."""
+        """float64 ``[*shape]`` the sample variance (ones before two observations)."""
         return self.m2 / (self.n - 1) if self.n > 1 else np.ones(self.shape)
 
     @property
     def std(self) -> np.ndarray:
-        """float64 [*shape] the sample standard deviation."""
+        """float64 ``[*shape]`` the sample standard deviation."""
         return np.sqrt(self.var)
 
     def state(self) -> dict[str, np.ndarray]:
@@ -119,11 +119,11 @@ class MeanStdFilter:
         """Normalise a batch of observations, first adding each row to the statistics with ``update_prob``.
 
         Args:
-            obs: float [B, *shape].
+            obs: float ``[B, *shape]``.
             update: False never adds (evaluation).
 
         Returns:
-            float32 [B, *shape] the normalised observations.
+            float32 ``[B, *shape]`` the normalised observations.
         """
         obs = np.asarray(obs)
         if update and self.update_prob > 0:

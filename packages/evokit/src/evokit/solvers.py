@@ -94,9 +94,18 @@ class Solver:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, np.ndarray]:
+        """The solver's full state (parameters and optimizer or search-distribution state), as named numpy arrays.
+
+        What ``ESAgent.save_solver`` writes; ``load_state_dict`` of a solver of the same kind restores it exactly.
+        """
         raise NotImplementedError
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore the state returned by ``state_dict`` (arrays are copied).
+
+        Raises:
+            KeyError: ``state`` lacks an array this solver needs (it came from another kind of solver).
+        """
         raise NotImplementedError
 
 

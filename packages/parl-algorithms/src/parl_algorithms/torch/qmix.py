@@ -142,7 +142,7 @@ class QMIX(_qmix.ActingHiddenState, LazyInfo, Algorithm):
             obs_batch: float32 ``[B, T, n_agents, obs_dim]``.
             available_actions_batch: 0/1 ``[B, T, n_agents, n_actions]``.
             filled_batch: 0/1 ``[B, T, 1]``: 0 on the real steps, 1 on the padding after an episode's end.
-            (numpy arrays or tensors; the layout is :mod:`parl_algorithms._qmix`'s.)
+                (numpy arrays or tensors; the layout is :mod:`parl_algorithms._qmix`'s.)
 
         Returns:
             ``(loss, mean_td_error)`` as Python floats: the mean squared and the mean masked TD error over the

@@ -38,19 +38,19 @@ def discounted_returns(rewards, gamma: float, *, dones=None, bootstrap_value=Non
     ``G_t = r_t + gamma * (1 - done_t) * G_{t+1}`` with ``G_T = bootstrap_value``.
 
     Args:
-        rewards: float32 [T, *B], time on axis 0.
+        rewards: float32 ``[T, *B]``, time on axis 0.
         gamma: discount factor in [0, 1].
-        dones: bool [T, *B]; ``dones[t]`` means the episode ended after step t (nothing is carried
+        dones: bool ``[T, *B]``; ``dones[t]`` means the episode ended after step t (nothing is carried
             back across it). Default: no episode ends inside the batch.
-        bootstrap_value: float32 [*B], the value estimate V(s_T) of the state after the last step
+        bootstrap_value: float32 ``[*B]``, the value estimate V(s_T) of the state after the last step
             (default 0, i.e. the trajectory ended).
 
     Returns:
-        float32 [T, *B]: the returns G_t.
+        float32 ``[T, *B]``: the returns G_t.
 
     Raises:
         ValueError: ``gamma`` is outside [0, 1], or ``dones`` / ``bootstrap_value`` do not match the
-            shape of ``rewards`` ([T, *B] / [*B]).
+            shape of ``rewards`` (``[T, *B]`` / ``[*B]``).
         TypeError: an input is not numeric.
     """
     gamma = _check_factor(gamma, "gamma")
@@ -85,17 +85,17 @@ def compute_gae(rewards, values, next_values, terminated, truncated, *, gamma: f
     bootstraps from ``next_values_t``; only a terminated step does not.
 
     Args:
-        rewards: float32 [T, *B], time on axis 0.
-        values: float32 [T, *B], V(s_t).
-        next_values: float32 [T, *B], V(s_{t+1}); for a step that ended an episode by truncation, the
+        rewards: float32 ``[T, *B]``, time on axis 0.
+        values: float32 ``[T, *B]``, V(s_t).
+        next_values: float32 ``[T, *B]``, V(s_{t+1}); for a step that ended an episode by truncation, the
             value of the final observation before the reset.
-        terminated: bool [T, *B], the episode reached a terminal state at step t.
-        truncated: bool [T, *B], the episode was cut (e.g. time limit) at step t.
+        terminated: bool ``[T, *B]``, the episode reached a terminal state at step t.
+        truncated: bool ``[T, *B]``, the episode was cut (e.g. time limit) at step t.
         gamma: discount factor in [0, 1].
         gae_lambda: GAE's lambda in [0, 1] (0: one-step TD, 1: Monte-Carlo).
 
     Returns:
-        ``(advantages, returns)``, both float32 [T, *B].
+        ``(advantages, returns)``, both float32 ``[T, *B]``.
 
     Raises:
         ValueError: shapes differ from ``rewards``' or ``gamma`` / ``gae_lambda`` is outside [0, 1].

@@ -1,0 +1,88 @@
+"""The site's Sphinx extension (docs/_ext/parl_docs.py): README inclusion and the API checks."""
+
+from __future__ import annotations
+
+import logging
+
+import parl_docs
+import pytest
+
+
+def test_missing_docstring_is_a_warning(caplog):
+    caplog.set_level(logging.WARNING)
+    parl_docs._check_docstring(None, "method", "parl_core.Model.get_weights", None, None, ["", "  "])
+    parl_docs._check_docstring(None, "method", "parl_core.Model._private", None, None, [])
+    parl_docs._check_docstring(None, "function", "parl_remote.connect", None, None, ["Connect."])
+    parl_docs._check_docstring(None, "attribute", "evokit.SamplingInfo.key", None, None, [])
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["public method parl_core.Model.get_weights has no docstring (add a short Google-style one)"]
+
+
+def test_public_names_cover_the_packages():
+    names = set(parl_docs.public_names())
+    assert {("parl_remote", "remote_class"), ("parl_core", "Model"), ("parl_algorithms", "PPO"),
+            ("parl_core.utils", "ReplayMemory"), ("evokit", "ESAgent"), ("parl_monitor", "create_app")} <= names
+    assert not any(name.startswith("__") for _, name in names)
+    assert len(names) > 100
+
+
+def test_readme_links_are_rewritten_for_the_site():
+    pages = parl_docs.whole_readme_pages()
+    assert pages["examples/ga3c/README.md"] == "distributed/ga3c"
+    text = parl_docs.render_readme("examples/impala/README.md", {}, "distributed/impala", pages)
+    assert "![IMPALA Pong learning curve](../../examples/impala/pong_curve.png)" in text
+    assert "[benchmarks/README.md](/benchmarks.md#distributed)" in text
+    text = parl_docs.render_readme("examples/a2c_distributed/README.md", {}, "distributed/a2c_distributed", pages)
+    assert "[GA3C](/distributed/ga3c.md)" in text
+
+
+def test_readme_sections_and_heading_shift():
+    text = parl_docs.render_readme("packages/parl-remote/README.md", {"start": "## Ray engine", "end": "## Reliability",
+                                                                      "shift": "1"}, "cluster", {})
+    assert text.startswith("### Ray engine\n")
+    assert "#### Kubernetes (KubeRay)" in text and "## Reliability" not in text
+    with pytest.raises(ValueError, match="no line starts with"):
+        parl_docs.render_readme("packages/parl-remote/README.md", {"start": "## No such section"}, "cluster", {})
+
+
+def test_learning_curves_are_plotted(tmp_path):
+    runs = parl_docs.curve_runs()
+    assert {"coma-final", "qmix-lbf"} <= set(runs)
+    assert all(len(files) == 5 for files in runs.values())
+    written = parl_docs.plot_curves(tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in runs)
+    assert all(p.stat().st_size > 10_000 for p in written)
+
+
+def test_torch_module_init_doc_is_not_shown_as_ours():
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        """Our network."""
+
+    lines = ["Our network.", "", *torch.nn.Module.__init__.__doc__.strip().splitlines()]
+    parl_docs.drop_foreign_init_doc(Net, lines)
+    assert [line for line in lines if line.strip()] == ["Our network."]
+
+
+def test_a_foreign_init_part_alone_is_no_missing_docstring(caplog):
+    """autodoc passes a class's docstring and its __init__'s separately: dropping torch's is not a missing one."""
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        """Our network."""
+
+    caplog.set_level(logging.WARNING)
+    lines = torch.nn.Module.__init__.__doc__.strip().splitlines()
+    parl_docs._check_docstring(None, "class", "parl_core.Net", Net, None, lines)
+    assert lines == [] and caplog.records == []
+    parl_docs._check_docstring(None, "class", "parl_core.Net", Net, None, [])
+    assert len(caplog.records) == 1
+
+
+def test_every_parl_reexport_has_a_row_on_the_parl_page():
+    import parl
+
+    page = (parl_docs.DOCS / "api" / "parl.md").read_text(encoding="utf-8")
+    missing = [name for name in parl.__all__ if f"| `parl.{name}` |" not in page]
+    assert missing == [], f"docs/api/parl.md has no row for {missing}"
