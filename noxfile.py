@@ -68,7 +68,7 @@ INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
-nox.options.sessions = ["lint", "tests", "integration", "wheels", "ray"]
+nox.options.sessions = ["lint", "tests", "integration", "wheels", "ray", "docs"]
 # Tests marked `ray` start a Ray cluster and need Ray: only the `ray` session runs them.
 NOT_RAY = ("-m", "not ray")
 
