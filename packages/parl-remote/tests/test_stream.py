@@ -420,6 +420,24 @@ class FutureEcho(Echo._original):
     pass
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises_keyboardinterrupt():
+    """The Ctrl-C tests need SIGINT to raise KeyboardInterrupt. A process started in the background of a
+    non-interactive shell (``cmd &``) inherits SIGINT ignored, and Python then installs no handler: restore
+    Python's default for the test, and the inherited disposition after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(params=["stream", "ipc"])
 def transport(request, connected, monkeypatch):
     """Runs a test on both same-host transports: the Unix stream and (XPARL_UNIX_STREAM=0) zmq ipc."""
