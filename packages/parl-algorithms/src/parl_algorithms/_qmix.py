@@ -33,7 +33,7 @@ import numpy as np
 from parl_algorithms._validation import positive, unit_interval
 
 __all__ = ["CONTINUOUS_HINT", "BATCH_NAMES", "qmix_hyperparameters", "qmixer_n_agents", "check_episode_batch",
-           "transition_mask", "UNAVAILABLE_Q", "ActingHiddenState"]
+           "transition_mask", "same_shape", "td_loss", "UNAVAILABLE_Q", "ActingHiddenState"]
 
 ALGO = "QMIX"
 #: Q value given to unavailable actions before a max / argmax (PARL torch's constant)
@@ -214,6 +214,32 @@ def transition_mask(filled: Any) -> Any:
     ``(1 - filled)(1 - terminated)`` also drops the terminal transition; see the module docstring).
     """
     return 1 - filled[:, :-1]
+
+
+def same_shape(names: str, *tensors: Any) -> None:
+    """Raises ``ValueError`` naming ``names`` unless every tensor (numpy, torch or paddle) has one shape."""
+    shapes = [tuple(t.shape) for t in tensors]
+    if len(set(shapes)) != 1:
+        raise ValueError(f"{names} must have the same shape, got {', '.join(map(str, shapes))}")
+
+
+def td_loss(q_tot: Any, target_q_tot: Any, reward: Any, terminated: Any, mask: Any, gamma: float) -> tuple[Any, Any]:
+    """QMIX's masked TD loss by Python operators and ``.detach()`` / ``.sum()``, so torch and paddle tensors alike;
+    the backends' ``marl_functional.qmix_td_loss`` (documented there) is this function.
+
+    ``y = r + gamma * (1 - terminated) * target_q_tot`` (no gradient), ``delta = (y - q_tot) * mask``;
+    returns ``(sum(delta^2) / sum(mask), sum(delta) / sum(mask))``.
+
+    Raises:
+        ValueError: the five tensors do not share one shape ``[B, T, 1]``.
+    """
+    same_shape("q_tot, target_q_tot, reward, terminated and mask", q_tot, target_q_tot, reward, terminated, mask)
+    if q_tot.ndim != 3 or q_tot.shape[2] != 1:
+        raise ValueError(f"qmix_td_loss expects [B, T, 1] tensors, got {tuple(q_tot.shape)}")
+    target = reward + gamma * (1 - terminated) * target_q_tot
+    masked_td_error = (target.detach() - q_tot) * mask
+    count = mask.sum()
+    return (masked_td_error ** 2).sum() / count, masked_td_error.sum() / count
 
 
 class _Hidden:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import paddle
 
-from parl_algorithms import _maddpg
+from parl_algorithms import _maddpg, _qmix
 from parl_algorithms._qmix import UNAVAILABLE_Q
 
 # ======================================================================================================
@@ -116,12 +116,6 @@ def maddpg_actor_loss(q: paddle.Tensor, policy_out: paddle.Tensor,
 # ======================================================================================================
 
 
-def _same_shape(names: str, *tensors: paddle.Tensor) -> None:
-    shapes = [tuple(t.shape) for t in tensors]
-    if len(set(shapes)) != 1:
-        raise ValueError(f"{names} must have the same shape, got {', '.join(map(str, shapes))}")
-
-
 def qmix_target_max_q(target_local_qs: paddle.Tensor, available_actions: paddle.Tensor,
                       local_qs: paddle.Tensor | None = None) -> paddle.Tensor:
     """Each agent's bootstrap value at the next step, over its available actions only.
@@ -145,7 +139,7 @@ def qmix_target_max_q(target_local_qs: paddle.Tensor, available_actions: paddle.
         ValueError: the shapes differ or are not 4-D.
     """
     tensors = (target_local_qs, available_actions) + (() if local_qs is None else (local_qs,))
-    _same_shape("target_local_qs, available_actions (and local_qs)", *tensors)
+    _qmix.same_shape("target_local_qs, available_actions (and local_qs)", *tensors)
     if target_local_qs.ndim != 4:
         raise ValueError(f"qmix_target_max_q expects [B, T, n_agents, n_actions], got {tuple(target_local_qs.shape)}")
     available = available_actions.astype("bool") if available_actions.dtype != paddle.bool else available_actions
@@ -180,13 +174,7 @@ def qmix_td_loss(q_tot: paddle.Tensor, target_q_tot: paddle.Tensor, reward: padd
     Raises:
         ValueError: the five tensors do not share one shape ``[B, T, 1]``.
     """
-    _same_shape("q_tot, target_q_tot, reward, terminated and mask", q_tot, target_q_tot, reward, terminated, mask)
-    if q_tot.ndim != 3 or q_tot.shape[2] != 1:
-        raise ValueError(f"qmix_td_loss expects [B, T, 1] tensors, got {tuple(q_tot.shape)}")
-    target = reward + gamma * (1 - terminated) * target_q_tot
-    masked_td_error = (target.detach() - q_tot) * mask
-    count = mask.sum()
-    return (masked_td_error ** 2).sum() / count, masked_td_error.sum() / count
+    return _qmix.td_loss(q_tot, target_q_tot, reward, terminated, mask, gamma)
 
 
 # (end of QMIX)
