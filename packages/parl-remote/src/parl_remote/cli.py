@@ -276,13 +276,13 @@ def connect_cmd(
 
 
 def _status_line(address: str, status: dict) -> str:
-    cpus = status["cpus"]
-    alive = sum(1 for a in status["actors"] if a["state"] == "alive")
+    """One line per cluster from its status summary (``ClusterClient.status(summary=True)``)."""
+    cpus, counts = status["cpus"], status["counts"]
     line = (
-        f"Cluster {address}: {len(status['workers'])} workers, {cpus['used']} used CPUs, {cpus['vacant']} vacant "
-        f"CPUs, {len(status['clients'])} clients, {alive} actors"
+        f"Cluster {address}: {counts['workers']} workers, {cpus['used']} used CPUs, {cpus['vacant']} vacant "
+        f"CPUs, {counts['clients']} clients, {counts['actors_alive']} actors"
     )
-    unreachable = sum(1 for a in status["actors"] if a["state"] == "unreachable")
+    unreachable = counts["actors_unreachable"]
     if unreachable:  # their worker is silent: a network cut shorter than LINK_GRACE_S costs them nothing
         line += f" ({unreachable} more unreachable)"
     gpus = status.get("gpus") or {}
@@ -291,8 +291,8 @@ def _status_line(address: str, status: dict) -> str:
     monitor_port = status["master"].get("monitor_port")
     if monitor_port:
         line += f"; monitor http://{address.rpartition(':')[0]}:{monitor_port}"
-    for w in status["workers"]:  # GPUs used / free per worker
-        if w.get("gpus"):
+    for w in status["gpu_workers"]:  # GPUs used / free per worker
+        if w["gpus"]:
             free = [g for g in w["gpus"] if g not in w["gpus_used"]]
             line += (f"\n  worker {w['id']} on {w['host']}: GPUs used [{','.join(w['gpus_used'])}], "
                      f"free [{','.join(free)}]")
@@ -315,7 +315,7 @@ def status(address: str | None, token: str | None, as_json: bool) -> None:
     for target in targets:
         try:
             with ClusterClient(target, token=token, timeout_s=3.0) as client:
-                result = client.status()
+                result = client.status(summary=not as_json)
         except (ValueError, RemoteError) as exc:
             failures.append(f"{target}: {exc}")
             continue

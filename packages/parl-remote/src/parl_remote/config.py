@@ -16,6 +16,9 @@ DEFAULTS: dict[str, float] = {
     # worker -> master heartbeats (Paranoid Pirate: the peer is lost after LIVENESS missed intervals)
     "HEARTBEAT_INTERVAL_S": 0.5,
     "HEARTBEAT_LIVENESS": 6,
+    # the master reuses a built status snapshot (xparl status --json, the monitor) for at most this long while only
+    # heartbeat metrics change; any change of workers, jobs, clients or actors rebuilds it at the next request
+    "STATUS_CACHE_S": 1.0,
     # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S (and LINK_GRACE_S) loses its actors.
     # Generous, because a client's main thread may hold the GIL inside one long C call; a client that dies is
     # detected much sooner by its jobs (their TCP connection closes).

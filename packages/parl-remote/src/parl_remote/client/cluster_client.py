@@ -31,8 +31,13 @@ class ClusterClient:
         signer = protocol.Signer(resolve_token(address, token))
         self._conn = MasterConnection(self._ctx, address, signer, token_source(address, token))
 
-    def status(self) -> dict:
+    def status(self, summary: bool = False) -> dict:
         """The cluster's status, JSON-serialisable.
+
+        Args:
+            summary: only the totals and counts, without the lists (cheap at any cluster size): ``{"master", "cpus",
+                "gpus", "counts": {workers, workers_unreachable, clients, actors_alive, actors_unreachable,
+                actors_dead_kept}}``.
 
         Returns:
             ``{"master": {address, version, pid, started_at, monitor_port}, "cpus": {total, used, vacant},
@@ -45,9 +50,23 @@ class ClusterClient:
             ClusterConnectionError: the master did not answer within ``timeout_s``.
             AuthenticationError: the master refused the token.
         """
-        kind, body = self._conn.request(MsgType.STATUS, None, timeout_s=self.timeout_s)
+        request = {"summary": True} if summary else None
+        kind, body = self._conn.request(MsgType.STATUS, request, timeout_s=self.timeout_s)
         if kind is not MsgType.REPLY:
             raise RemoteError(f"unexpected answer {kind.name} to STATUS")
+        return body
+
+    def actor_info(self, actor_id: str) -> dict | None:
+        """The master's record of one actor (alive, unreachable or ended; the keys of ``status()["actors"]``), or
+        None when the master knows no such actor (never granted, or ended longer ago than ``DEAD_ACTORS_KEPT``
+        actors).
+
+        Raises:
+            ClusterConnectionError: the master did not answer within ``timeout_s``.
+        """
+        kind, body = self._conn.request(MsgType.ACTOR_INFO, {"actor_id": str(actor_id)}, timeout_s=self.timeout_s)
+        if kind is not MsgType.REPLY:
+            raise RemoteError(f"unexpected answer {kind.name} to ACTOR_INFO")
         return body
 
     def actor_log(self, actor_id: str, offset: int = 0, max_bytes: int = 65536) -> tuple[bytes, int]:

@@ -25,10 +25,10 @@ from typing import Any
 import zmq
 
 from parl_remote import __version__, config
-from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot
-from parl_remote.server.scheduling import Scheduling
+from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot, status_summary
+from parl_remote.server.scheduling import Scheduling, VacancyIndex, assignment
 from parl_remote.transport import zmq_io
-from parl_remote.wire import protocol, shm
+from parl_remote.wire import protocol, serialization, shm
 from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ class Master(Scheduling):
         self.monitor_port = monitor_port
         self.started_at = time.time()
         self.workers: dict[str, WorkerInfo] = {}
+        self.worker_by_identity: dict[bytes, WorkerInfo] = {}  # a heartbeat is known by its routing identity alone
         self.unreachable: dict[str, WorkerInfo] = {}  # silent workers whose actors wait out LINK_GRACE_S
         self.clients: dict[str, ClientInfo] = {}
         self.actors: dict[str, dict] = {}
@@ -69,6 +70,16 @@ class Master(Scheduling):
         self.worker_lost_at = -1e9  # time.monotonic() when a worker was last dropped (sweeps follow it closely)
         self.running = True
         self.sender = b""  # the routing identity of the message being handled (what _reply answers)
+        self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
+        self._capacity: dict | None = None  # capacity(), summed once per change
+        self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
+        self._status_cache: tuple[int, float, list] | None = None  # (generation, built at, payload) of STATUS
+        # the reply to a heartbeat (request id 0, no body) is always the same message: encoded and signed once
+        self._heartbeat_ack = protocol.encode(self.signer, MsgType.REPLY, 0, serialization.dumps(None))
+        self._debug = logger.isEnabledFor(logging.DEBUG)
+        # a worker that hears nothing from the master for HEARTBEAT_INTERVAL_S x HEARTBEAT_LIVENESS reconnects:
+        # three acknowledgements per such window (with the defaults, every second heartbeat)
+        self.ack_interval_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS") / 3 * 0.9
         self.handlers = {
             MsgType.WORKER_REGISTER: self.on_worker_register,
             MsgType.WORKER_HEARTBEAT: self.on_worker_heartbeat,
@@ -113,7 +124,16 @@ class Master(Scheduling):
         info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         info.gpus = [str(g) for g in body.get("gpus", [])]
+        # jobs granted to an actor whose ASSIGN_JOB this worker never heard (it reconnected meanwhile): sent again
+        granted = {self.actors[a]["job_id"]: a for a in (old.busy if old else ()) if a in self.actors}
         for job in body.get("vacant_jobs", []):
+            actor_id = granted.get(job["job_id"])
+            if actor_id is not None and self.actors[actor_id]["worker_id"] == wid:
+                info.busy.add(actor_id)
+                if self.actors[actor_id]["gpus"]:
+                    info.gpus_used[actor_id] = list(self.actors[actor_id]["gpus"])
+                self._send(self.sender, MsgType.ASSIGN_JOB, assignment(self.actors[actor_id]))
+                continue
             info.vacant[job["job_id"]] = job
         for job in body.get("busy_jobs", []):
             ended = self.dead_actors.get(job["actor_id"])
@@ -133,8 +153,18 @@ class Master(Scheduling):
             if client is not None:
                 client.actors.add(job["actor_id"])
         self.workers[wid] = info
-        logger.info("worker %s %s (%s, %d CPUs, GPUs %s)", wid, "re-registered" if old else "joined", info.host,
-                    info.cpus_total, ",".join(info.gpus) or "none")
+        if old is not None:
+            self.worker_by_identity.pop(old.identity, None)
+        self.worker_by_identity[info.identity] = info
+        self._changed(info)
+        logger.info(
+            "worker %s %s (%s, %d CPUs, GPUs %s)",
+            wid,
+            "re-registered" if old else "joined",
+            info.host,
+            info.cpus_total,
+            ",".join(info.gpus) or "none",
+        )
         self._reply(msg, {"master_pid": os.getpid()})
 
     def _known(self, msg: Message, info: Any) -> bool:
@@ -147,12 +177,21 @@ class Master(Scheduling):
         return True
 
     def on_worker_heartbeat(self, msg: Message) -> None:
-        body = msg.body()
-        info = self.workers.get(body["worker_id"])
-        if not self._known(msg, info if info is not None and info.identity == self.sender else None):
+        """The hottest path of a large cluster (1,000 workers: 2,000 a second): the worker is found by its routing
+        identity, its metrics are kept unread until a status needs them, and it is answered (with a message
+        signed once) only every third of its liveness window, which is all its master-loss detection needs."""
+        info = self.worker_by_identity.get(self.sender)
+        if not self._known(msg, info):
             return
-        info.metrics.update({k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")})
-        self._reply(msg, None)
+        info.metrics_payload = msg.payload
+        if msg.req_id:
+            self._reply(msg, None)
+        elif info.last_seen - info.last_ack >= self.ack_interval_s:
+            info.last_ack = info.last_seen
+            try:
+                self.sock.send_multipart([self.sender, *self._heartbeat_ack], zmq.NOBLOCK)
+            except zmq.Again:
+                pass
 
     def on_job_ready(self, msg: Message) -> None:
         body = msg.body()
@@ -160,6 +199,7 @@ class Master(Scheduling):
         if not self._known(msg, info):
             return
         info.vacant[body["job_id"]] = {"job_id": body["job_id"], "address": body["address"], "pid": body["pid"]}
+        self._changed(info)
 
     def on_job_ended(self, msg: Message) -> None:
         body = msg.body()
@@ -167,6 +207,7 @@ class Master(Scheduling):
         if info is not None:
             info.vacant.pop(body["job_id"], None)
             info.busy.discard(body.get("actor_id"))
+            self._changed(info)
         if body.get("actor_id"):
             self._end_actor(body["actor_id"], body["cause"])
             if body.get("never_assigned") and body["actor_id"] in self.dead_actors:  # ACTOR_INFO tells the client
@@ -199,6 +240,7 @@ class Master(Scheduling):
             "last_error": None,
             "job_id": job["job_id"],
             "gpus": list(job.get("gpus") or ()),
+            "max_memory_mb": job.get("max_memory_mb"),
         }
         self.actors[actor_id] = actor
         return actor
@@ -218,6 +260,7 @@ class Master(Scheduling):
         if worker is not None:
             worker.busy.discard(actor_id)
             worker.gpus_used.pop(actor_id, None)
+        self._changed(worker)
 
     # ----------------------------------------------------------------------------------- clients
     def on_client_register(self, msg: Message) -> None:
@@ -234,6 +277,7 @@ class Master(Scheduling):
         info = ClientInfo(cid, self.sender, body["host"], body["pid"], body["script"], body["started_at"])
         info.actors = {a for a in body.get("actors", []) if a in self.actors}
         self.clients[cid] = info
+        self._changed()
         self._reply(msg, {"master_pid": os.getpid(), "version": __version__, "address": self.address,
                           "monitor_port": self.monitor_port})  # fmt: skip
 
@@ -253,6 +297,7 @@ class Master(Scheduling):
         info = self.clients.pop(client_id, None)
         if info is None:
             return
+        self._changed()
         for actor_id in list(info.actors):
             actor = self.actors.get(actor_id)
             worker = self.workers.get(actor["worker_id"]) if actor else None
@@ -270,7 +315,19 @@ class Master(Scheduling):
         return status_snapshot(self)
 
     def on_status(self, msg: Message) -> None:
-        self._reply(msg, self.status())
+        """``STATUS``: the snapshot (built at most once per change of the cluster, and reused for up to
+        ``STATUS_CACHE_S`` seconds while only heartbeat metrics change), or with body ``{"summary": True}`` only
+        its totals and counts (what ``xparl status`` prints; no list, whatever the cluster's size)."""
+        body = msg.body()
+        if isinstance(body, dict) and body.get("summary"):
+            self._reply(msg, status_summary(self))
+            return
+        now = time.monotonic()
+        cached = self._status_cache
+        if cached is None or cached[0] != self.generation or now - cached[1] > config.get("STATUS_CACHE_S"):
+            cached = self._status_cache = (self.generation, now, serialization.dumps(self.status()))
+        zmq_io.send(self.sock, self.signer, MsgType.REPLY, msg.req_id, payload=cached[2], identity=self.sender,
+                    flags=zmq.NOBLOCK)  # fmt: skip
 
     def on_actor_log(self, msg: Message) -> None:
         body = msg.body()
@@ -300,7 +357,9 @@ class Master(Scheduling):
                 logger.warning("worker %s unreachable (no heartbeat for %.1f s); its %d actor(s) wait for it",
                                wid, now - info.last_seen, len(info.busy))  # fmt: skip
                 del self.workers[wid]
+                self.worker_by_identity.pop(info.identity, None)
                 self.unreachable[wid] = info
+                self._changed(gone=wid)
                 self.next_shm_sweep, self.worker_lost_at = 0.0, now  # if its jobs died with it: sweep their files
                 for actor_id in info.busy:
                     if actor_id in self.actors:
@@ -310,6 +369,7 @@ class Master(Scheduling):
             if now - info.last_seen > grace_s:
                 logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
                 del self.unreachable[wid]
+                self._changed()
                 cause = (f"the network link to its worker {wid} on {info.host} was lost: no heartbeat for more than "
                          f"LINK_GRACE_S={grace_s:g} s (or that host or worker ended)")  # fmt: skip
                 for actor_id in list(info.busy):
@@ -337,8 +397,9 @@ class Master(Scheduling):
         while self.running:
             try:
                 if self.sock.poll(poll_ms):
-                    while self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                        self._handle_one()
+                    for _ in range(10000):  # a bounded burst, so that expiry runs under any load
+                        if not self._handle_one():
+                            break
             except zmq.ZMQError:
                 if not self.running:
                     break
@@ -353,23 +414,28 @@ class Master(Scheduling):
         self.sock.close(linger=1000 if self.workers else 0)
         self.ctx.term()
 
-    def _handle_one(self) -> None:
+    def _handle_one(self) -> bool:
+        """Handles one waiting message; False when none was waiting."""
         try:
-            received = zmq_io.recv_routed(self.sock, self.signer)
+            received = zmq_io.recv_routed(self.sock, self.signer, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            return False
         except protocol.Notice:
-            return
+            return True
         if received is None:
-            return
+            return True
         self.sender, msg = received
-        logger.debug("%s (request %d) from %r", msg.type.name, msg.req_id, self.sender)  # xparl start --debug
+        if self._debug:  # xparl start --debug
+            logger.debug("%s (request %d) from %r", msg.type.name, msg.req_id, self.sender)
         handler = self.handlers.get(msg.type)
         if handler is None:
             logger.warning("master: unexpected message %s", msg.type.name)
-            return
+            return True
         try:
             handler(msg)
         except Exception:
             logger.exception("master: handler of %s failed", msg.type.name)
+        return True
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -403,4 +469,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parl_remote import __version__
+from parl_remote.wire import serialization
 
 
 @dataclass
@@ -27,8 +28,21 @@ class WorkerInfo:
         """GPU ids no actor holds, in the worker's order."""
         used = {g for ids in self.gpus_used.values() for g in ids}
         return [g for g in self.gpus if g not in used]
+
     metrics: dict = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
+    last_ack: float = 0.0  # time.monotonic() of the last heartbeat answered
+    metrics_payload: list | None = None  # the last heartbeat's body, read by ``read_metrics`` when a status needs it
+
+    def read_metrics(self) -> dict:
+        """The worker's latest metrics (memory_total_mb, memory_used_mb, load_avg), from its last heartbeat."""
+        if self.metrics_payload is not None:
+            body = serialization.loads(self.metrics_payload)
+            self.metrics_payload = None
+            if isinstance(body, dict):
+                keys = ("memory_total_mb", "memory_used_mb", "load_avg")
+                self.metrics.update({k: body[k] for k in keys if k in body})
+        return self.metrics
 
 
 @dataclass
@@ -47,6 +61,8 @@ def status_snapshot(master: Any) -> dict:
     """The cluster status snapshot of ``master`` (a ``Master``; JSON-serialisable; the monitor reads its keys)."""
     now = time.monotonic()
     cap = master.capacity()
+    for w in master.workers.values():
+        w.read_metrics()
     public = ("id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
               "death_cause", "last_error", "gpus")  # fmt: skip
     return {
@@ -72,4 +88,25 @@ def status_snapshot(master: Any) -> dict:
             for c in master.clients.values()
         ],
         "actors": [{k: a[k] for k in public} for a in [*master.actors.values(), *master.dead_actors.values()]],
+    }  # fmt: skip
+
+
+def status_summary(master: Any) -> dict:
+    """The totals and counts of ``master``'s status, without its lists (O(actors) to count, nothing to pickle but a
+    few numbers): what ``xparl status`` prints, at any cluster size."""
+    cap = master.capacity()
+    states: dict[str, int] = {}
+    for actor in master.actors.values():
+        states[actor["state"]] = states.get(actor["state"], 0) + 1
+    return {
+        "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
+                   "started_at": master.started_at, "monitor_port": master.monitor_port},
+        "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
+        "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
+        "counts": {"workers": len(master.workers), "workers_unreachable": len(master.unreachable),
+                   "clients": len(master.clients), "actors_alive": states.get("alive", 0),
+                   "actors_unreachable": states.get("unreachable", 0), "actors_dead_kept": len(master.dead_actors)},
+        "gpu_workers": [{"id": w.worker_id, "host": w.host, "gpus": list(w.gpus),
+                         "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids)}
+                        for w in master.workers.values() if w.gpus],
     }  # fmt: skip
