@@ -35,6 +35,7 @@ import time
 
 import psutil
 
+from parl_remote import config
 from parl_remote.cluster import LocalCluster, new_token
 from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
@@ -70,16 +71,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
 
 
-def summary(client: ClusterClient) -> dict:
-    return client.status()
-
-
 def counts(client: ClusterClient) -> tuple[int, int]:
     """(workers, alive actors) of the cluster."""
-    st = client.status(summary=True) if "summary" in ClusterClient.status.__code__.co_varnames else client.status()
-    if "counts" in st:
-        return st["counts"]["workers"], st["counts"]["actors_alive"]
-    return len(st["workers"]), sum(1 for a in st["actors"] if a["state"] == "alive")
+    st = client.status(summary=True)
+    return st["counts"]["workers"], st["counts"]["actors_alive"]
 
 
 def start_master(port: int, token: str, log_dir: pathlib.Path) -> LocalCluster:
@@ -164,15 +159,26 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
         def gone() -> bool:
             return all((status_client.actor_info(a) or {}).get("state") != "alive" for a in victims)
 
-        _, seconds = wait_for(gone, 60.0, "the killed workers' actors to be reported", interval_s=0.1)
+        _, seconds = wait_for(gone, 60.0, "the killed workers' actors to be reported", interval_s=0.05)
         out["s5_killed_workers"] = victims_n
         out["s5_killed_actors"] = len(victims)
-        out["s5_reported_s"] = round(seconds, 2)
+        out["s5_limit_s"] = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS") + 1.0
+        out["s5_not_alive_s"] = round(seconds, 2)
         out["s5_states"] = sorted({(status_client.actor_info(a) or {}).get("state") for a in victims})
+        if config.link_grace_s() <= 10:  # dead (ActorDiedError to their clients) once LINK_GRACE_S has passed
+
+            def dead() -> bool:
+                return all((status_client.actor_info(a) or {}).get("state") == "dead" for a in victims)
+
+            _, _ = wait_for(dead, 30.0, "the killed workers' actors to end", interval_s=0.05)
+            out["s5_dead_s"] = round(time.monotonic() - t0, 2)
+            out["s5_link_grace_s"] = config.link_grace_s()
         n_alive_workers = n_workers - victims_n
         _, alive_actors = counts(status_client)
         out["s5_others_alive"] = alive_actors
         # ---- S4
+        for g in groups:
+            g.call("reset_counts")
         master_pid = master.master.pid
         port = int(address.rpartition(":")[2])
         os.kill(master_pid, signal.SIGKILL)
@@ -194,6 +200,10 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
             out["s4_restart_s"] = None
             out["s4_error"] = str(exc)
         out["s4_workers"], out["s4_actors_alive"] = counts(status_client)
+        stats = [g.call("stats") for g in groups]
+        out["s4_refused"] = sum(st.get("refused", 0) for st in stats)
+        out["s4_reregistrations"] = sum(st.get("reregister", 0) for st in stats)
+        out["s4_reconnects"] = sum(st.get("reconnects", 0) for st in stats)
         out["s4_master_cpu_s"] = round(sum(proc.cpu_times()[:2]), 2)
     finally:
         status_client.close()
@@ -235,7 +245,14 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0, help="seconds of the idle-CPU measurement")
     parser.add_argument("--settle", type=float, default=2.0)
     parser.add_argument("--json-out", type=pathlib.Path, default=None)
+    parser.add_argument("--link-grace", type=float, default=None,
+                        help="XPARL_LINK_GRACE_S for the master (default 60: a silent worker's actors are listed "
+                             "unreachable, and end after it); S5's dead-time is measured when it is <= 10")  # fmt: skip
     args = parser.parse_args()
+    if args.link_grace is not None:
+        if args.link_grace <= 0:
+            parser.error("--link-grace must be > 0 seconds")
+        os.environ["XPARL_LINK_GRACE_S"] = str(args.link_grace)
     for name in ("workers",):
         if any(n < 1 for n in getattr(args, name)):
             parser.error(f"--{name} must be >= 1")

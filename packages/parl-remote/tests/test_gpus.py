@@ -86,7 +86,7 @@ def test_grants_are_exclusive_and_cpu_actors_share_the_worker_without_gpus(on_gp
     records = {r["id"]: r for r in status["actors"] if r["state"] == "alive"}
     assert records[a._xparl_actor.actor_id]["gpus"] == [a.visible()]
     assert records[cpu._xparl_actor.actor_id]["gpus"] == []
-    text = cli._status_line("here", status)
+    text = cli._status_line("here", on_gpus.status(summary=True))  # what xparl status prints
     assert "2 used GPUs, 0 vacant GPUs" in text and "GPUs used [0,1], free []" in text
 
 

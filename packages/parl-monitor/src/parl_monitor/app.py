@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "HISTORY_SIZE": 360,  # samples kept per worker
     "HISTORY_INTERVAL_S": 2.0,  # least seconds between two samples of one worker
     "REFRESH_S": 2.0,  # pages re-read their figures this often (browser polling)
+    "PAGE_SIZE": 100,  # rows per page of the overview's workers, clients and actors lists
     "LOG_CHUNK_BYTES": 65536,  # the most log bytes one /api/actors/<id>/log answer carries
     "LOG_DOWNLOAD_MAX_BYTES": 256 * 1024 * 1024,
     "SECRET_KEY": None,  # signs the session cookie; random per process when not given
@@ -35,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
 # too unless PUBLIC, since every local user can reach a loopback port. (Elsewhere every route needs it.)
 PRIVATE_ENDPOINTS = frozenset({"api.actor_log", "api.actor_log_download", "api.errors", "views.errors"})
 _FLOATS = ("CLIENT_TIMEOUT_S", "CACHE_TTL_S", "HISTORY_INTERVAL_S", "REFRESH_S")
-_INTS = ("HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
+_INTS = ("PAGE_SIZE", "HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
 
 
 def is_loopback(host: str) -> bool:

@@ -3,6 +3,7 @@ renders and the JSON API returns (so every figure a page shows is also in the AP
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -49,32 +50,62 @@ def worker_view(worker: dict) -> dict[str, Any]:
     return out
 
 
-def overview(snapshot: dict) -> dict[str, Any]:
+LISTS = ("workers", "clients", "actors")  # the overview's paged lists
+
+
+def page_of(items: list, page: int, page_size: int) -> tuple[list, dict[str, int]]:
+    """Rows ``page`` (1-based, clamped to the pages there are) of ``items``, ``page_size`` per page, and
+    ``{"page", "pages", "size", "total"}``.
+
+    Raises:
+        ValueError: ``page_size`` < 1.
+    """
+    if page_size < 1:
+        raise ValueError(f"page_size must be >= 1, not {page_size}")
+    pages = max(1, math.ceil(len(items) / page_size))
+    page = min(max(1, int(page)), pages)
+    rows = items[(page - 1) * page_size : page * page_size]
+    return rows, {"page": page, "pages": pages, "size": page_size, "total": len(items)}
+
+
+def overview(snapshot: dict, pages: dict[str, int] | None = None, page_size: int | None = None) -> dict[str, Any]:
     """The overview page: master, CPU / memory totals, counts, and the lists of workers, clients, actors.
+
+    Args:
+        snapshot: the cluster status snapshot.
+        pages: the page (1-based) of each list in ``LISTS`` to return (missing: page 1); used with ``page_size``.
+        page_size: rows per list; None returns the whole lists (and no ``paging``).
 
     Returns:
         ``summarize(snapshot)`` plus ``master``, ``workers`` (each with ``cpus_vacant``, ``memory_percent``,
-        ``actors``: number of alive actors on it), ``clients`` (each with ``actors_alive``) and ``actors``.
+        ``actors``: number of alive actors on it), ``clients`` (each with ``actors_alive``) and ``actors``; with
+        ``page_size``, those lists hold one page each and ``paging`` gives ``{list: {page, pages, size, total}}``.
     """
     out = summarize(snapshot)
     actors = snapshot.get("actors", [])
+    listed = {name: snapshot.get(name, []) for name in LISTS}
+    if page_size is not None:
+        paging = {}
+        for name in LISTS:
+            listed[name], paging[name] = page_of(listed[name], (pages or {}).get(name, 1), page_size)
+        out["paging"] = paging
     alive_on: dict[str, int] = {}
     for actor in actors:
         if actor.get("state") == "alive":
             alive_on[str(actor.get("worker_id"))] = alive_on.get(str(actor.get("worker_id")), 0) + 1
     by_id = _index(actors)
     workers = []
-    for worker in snapshot.get("workers", []):
+    for worker in listed["workers"]:
         w = worker_view(worker)
         w["actors"] = alive_on.get(str(worker.get("id")), 0)
         workers.append(w)
     clients = []
-    for client in snapshot.get("clients", []):
+    for client in listed["clients"]:
         c = dict(client)
         ids = [str(i) for i in client.get("actors", [])]
         c["actors_alive"] = sum(1 for i in ids if by_id.get(i, {}).get("state") == "alive")
         clients.append(c)
-    out.update(master=snapshot.get("master", {}), workers=workers, clients=clients, actors=actors)
+    out.update(master=snapshot.get("master", {}), workers=workers, clients=clients, actors=listed["actors"])
     return out
 
 

@@ -37,7 +37,9 @@ def _page(fn, *args):
 @bp.get("/")
 def overview():
     """The cluster overview: CPUs, memory, workers, clients and actors."""
-    return _render("overview", "Cluster overview", **data.overview(visible_status()))
+    pages = {name: request.args.get(f"{name}_page", 1, type=int) for name in data.LISTS}
+    page = data.overview(visible_status(), pages, current_app.config["PAGE_SIZE"])
+    return _render("overview", "Cluster overview", **page, pages=pages)
 
 
 @bp.get("/workers/<worker_id>")

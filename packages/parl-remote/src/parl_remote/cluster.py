@@ -20,8 +20,6 @@ import subprocess
 import sys
 import time
 
-import psutil
-
 from parl_remote import config
 
 logger = logging.getLogger(__name__)
@@ -246,6 +244,7 @@ def _read_pid(path: pathlib.Path) -> int | None:
 
 
 def _pid_file_alive(path: pathlib.Path) -> bool:
+    import psutil  # (imported on use: `xparl status` starts faster)
     pid = _read_pid(path)
     if pid is None:
         return False
@@ -261,6 +260,8 @@ def reported_local_workers(cluster_dir: pathlib.Path) -> list[int]:
     """The pids of the workers that the cluster's master lists and that run on this machine as this cluster's
     workers (a worker that rejoined after a master restart may have no pid file here); [] if the master does
     not answer."""
+    import psutil  # (imported on use: `xparl status` starts faster)
+
     from parl_remote.client.cluster_client import ClusterClient
 
     port = cluster_dir.name
@@ -288,6 +289,7 @@ def stop_recorded(cluster_dir: pathlib.Path, timeout_s: float = 5.0, extra_pids:
     Only a pid whose command line is an xparl process is signalled (a recycled pid is left alone).
     Workers are handled before the master.
     """
+    import psutil  # (imported on use: `xparl status` starts faster)
     pid_files = (
         sorted(cluster_dir.glob("worker*.pid"))
         + sorted(cluster_dir.glob("monitor*.pid"))

@@ -21,7 +21,9 @@
   // 1. The live part of the page: re-render it on the server and swap it in.
   var live = document.getElementById("live");
   function refreshLive() {
-    var url = window.location.pathname + "?fragment=1";
+    var query = new URLSearchParams(window.location.search);  // keeps the pages of the lists shown
+    query.set("fragment", "1");
+    var url = window.location.pathname + "?" + query.toString();
     fetch(url, {credentials: "same-origin", cache: "no-store"}).then(function (resp) {
       if (resp.status === 404) {
         showBanner("This item is no longer listed by the cluster (it ended and was dropped from the status).");

@@ -35,9 +35,10 @@ class ClusterClient:
         """The cluster's status, JSON-serialisable.
 
         Args:
-            summary: only the totals and counts, without the lists (cheap at any cluster size): ``{"master", "cpus",
-                "gpus", "counts": {workers, workers_unreachable, clients, actors_alive, actors_unreachable,
-                actors_dead_kept}}``.
+            summary: only the totals and counts, without the lists (cheap at any cluster size): ``{"master", "cpus":
+                {total, used, vacant, ready}, "gpus", "counts": {workers, workers_unreachable, clients, actors_alive,
+                actors_unreachable, actors_dead_kept}, "gpu_workers": [{id, host, gpus, gpus_used}]}`` (``ready``:
+                vacant CPUs whose job process is up).
 
         Returns:
             ``{"master": {address, version, pid, started_at, monitor_port}, "cpus": {total, used, vacant},

@@ -189,7 +189,7 @@ class Master(Scheduling):
         elif info.last_seen - info.last_ack >= self.ack_interval_s:
             info.last_ack = info.last_seen
             try:
-                self.sock.send_multipart([self.sender, *self._heartbeat_ack], zmq.NOBLOCK)
+                zmq_io.send_frames(self.sock, self._heartbeat_ack, self.sender, zmq.NOBLOCK)
             except zmq.Again:
                 pass
 
@@ -438,6 +438,24 @@ class Master(Scheduling):
         return True
 
 
+def raise_fd_limit() -> tuple[int, int]:
+    """Raises this process's soft limit of open files (``RLIMIT_NOFILE``) to its hard limit: the master holds one
+    TCP connection per worker and per client, and many systems start processes at a soft limit of 1,024, which a
+    cluster of 1,000 workers would exceed. Returns the ``(soft, hard)`` limits now in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:  # (e.g. a container that forbids it): keep going, say so
+            logger.warning("cannot raise the open-file limit from %d to %d (%s): the master can hold about %d "
+                           "workers and clients; raise `ulimit -n` before `xparl start`", soft, target, exc, soft - 64)
+    return soft, hard
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the master process (started by ``xparl start`` or ``connect()``)."""
     parser = argparse.ArgumentParser(description="xparl master process (internal; use `xparl start`)")
@@ -449,6 +467,7 @@ def main(argv: list[str] | None = None) -> None:
     token = os.environ.pop("XPARL_TOKEN", "")
     log_format = "%(asctime)s master %(process)d %(levelname)s %(message)s"
     logging.basicConfig(level=config.log_level("INFO"), format=log_format)
+    raise_fd_limit()
     master = Master(args.host, args.port, token, args.monitor_port)
     print(f"XPARL_MASTER_PORT={master.port}", flush=True)
     if args.parent_pid:

@@ -101,7 +101,7 @@ def status_summary(master: Any) -> dict:
     return {
         "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
                    "started_at": master.started_at, "monitor_port": master.monitor_port},
-        "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
+        "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"], "ready": cap["ready"]},
         "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
         "counts": {"workers": len(master.workers), "workers_unreachable": len(master.unreachable),
                    "clients": len(master.clients), "actors_alive": states.get("alive", 0),

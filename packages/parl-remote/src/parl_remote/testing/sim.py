@@ -157,6 +157,8 @@ class _WorkerLoop:
                     self.counts["killed"] += 1
         elif msg.type is MsgType.MASTER_STOPPED:
             w.dead = True
+        elif msg.type is MsgType.ERROR:  # a refused registration
+            self.counts["refused"] += 1
 
     def _command(self, cmd: tuple) -> object:
         name = cmd[0]
@@ -166,7 +168,8 @@ class _WorkerLoop:
                     "vacant": sum(len(w.vacant) for w in alive),
                     "registrations": sum(w.registrations for w in alive), **self.counts}  # fmt: skip
         if name == "kill":  # the workers (and, with them, their jobs) vanish without a word, as with kill -9
-            victims = [w for w in self.workers if not w.dead][: cmd[1]]
+            alive = [w for w in self.workers if not w.dead]
+            victims = alive[: cmd[1]] if isinstance(cmd[1], int) else [w for w in alive if w.worker_id in cmd[1]]
             for w in victims:
                 w.dead = True
                 self.poller.unregister(w.sock)
@@ -448,7 +451,8 @@ class _Group:
 class WorkerGroup(_Group):
     """``n_workers`` simulated workers of ``cpus`` CPUs each, in one process, registered with the master at
     ``address`` (``host:port``) with ``token``. ``call("stats")`` counts workers, busy / vacant jobs and messages;
-    ``call("kill", k)`` makes ``k`` workers vanish without a word (their actors with them).
+    ``call("kill", k)`` makes ``k`` workers (or those of a list of worker ids) vanish without a word (their actors
+    with them).
 
     Raises:
         TimeoutError: the process did not start within ``ready_timeout_s``.
