@@ -246,7 +246,9 @@ class Client:
         return kind is MsgType.REPLY and bool(info) and bool(info.get("never_assigned"))
 
     def death_cause(self, actor_id: str, wait_s: float = 1.0) -> str | None:
-        """Asks the master why an actor ended, for up to ``wait_s`` (None if unknown or no answer)."""
+        """Asks the master why an actor ended, for up to ``wait_s`` (None if unknown or no answer). An actor the
+        master lists ``unreachable`` (its worker fell silent) is answered at once: its job's connection is gone
+        and its worker is not heard, so no better cause will come."""
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not self.closed:
             try:
@@ -255,6 +257,9 @@ class Client:
                 return None
             if kind is MsgType.REPLY and info and info.get("state") == "dead":
                 return info.get("death_cause")
+            if kind is MsgType.REPLY and info and info.get("state") == "unreachable":
+                return (f"its worker {info.get('worker_id')} on {info.get('host')} stopped answering the master "
+                        "(the worker was killed, or its machine or the link to it was lost)")  # fmt: skip
             time.sleep(0.05)
         return None
 
