@@ -77,9 +77,10 @@ class Master(Scheduling):
         # the reply to a heartbeat (request id 0, no body) is always the same message: encoded and signed once
         self._heartbeat_ack = protocol.encode(self.signer, MsgType.REPLY, 0, serialization.dumps(None))
         self._debug = logger.isEnabledFor(logging.DEBUG)
-        # a worker that hears nothing from the master for HEARTBEAT_INTERVAL_S x HEARTBEAT_LIVENESS reconnects:
-        # three acknowledgements per such window (with the defaults, every second heartbeat)
-        self.ack_interval_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS") / 3 * 0.9
+        # a worker that hears nothing from the master for HEARTBEAT_INTERVAL_S x HEARTBEAT_LIVENESS (its heartbeat
+        # window, sent in its registration) reconnects: three acknowledgements per window (with the defaults, every
+        # second heartbeat); this default serves workers that do not send theirs
+        self.ack_interval_s = 0.3 * config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
         self.handlers = {
             MsgType.WORKER_REGISTER: self.on_worker_register,
             MsgType.WORKER_HEARTBEAT: self.on_worker_heartbeat,
@@ -124,6 +125,8 @@ class Master(Scheduling):
         info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         info.gpus = [str(g) for g in body.get("gpus", [])]
+        window = body.get("heartbeat_window_s")
+        info.ack_interval_s = (0.3 * window) if isinstance(window, (int, float)) and window > 0 else self.ack_interval_s
         # jobs granted to an actor whose ASSIGN_JOB this worker never heard (it reconnected meanwhile): sent again
         granted = {self.actors[a]["job_id"]: a for a in (old.busy if old else ()) if a in self.actors}
         for job in body.get("vacant_jobs", []):
@@ -186,7 +189,7 @@ class Master(Scheduling):
         info.metrics_payload = msg.payload
         if msg.req_id:
             self._reply(msg, None)
-        elif info.last_seen - info.last_ack >= self.ack_interval_s:
+        elif info.last_seen - info.last_ack >= info.ack_interval_s:
             info.last_ack = info.last_seen
             try:
                 zmq_io.send_frames(self.sock, self._heartbeat_ack, self.sender, zmq.NOBLOCK)

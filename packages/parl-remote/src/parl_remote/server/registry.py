@@ -32,6 +32,7 @@ class WorkerInfo:
     metrics: dict = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
     last_ack: float = 0.0  # time.monotonic() of the last heartbeat answered
+    ack_interval_s: float = 0.0  # heartbeats are answered this often (a third of the worker's liveness window)
     metrics_payload: list | None = None  # the last heartbeat's body, read by ``read_metrics`` when a status needs it
 
     def read_metrics(self) -> dict:

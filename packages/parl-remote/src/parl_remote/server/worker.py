@@ -132,6 +132,9 @@ class Worker(JobPool):
             "busy_jobs": busy,
             "python": list(sys.version_info[:2]),
             "version": __version__,
+            # it reconnects after this long without a word from the master, which acknowledges its heartbeats
+            # often enough for that (master.py) whatever the master's own settings
+            "heartbeat_window_s": config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS"),
             **self._metrics(),
         }
         self._send_master(MsgType.WORKER_REGISTER, body)

@@ -106,7 +106,7 @@ class _WorkerLoop:
         self._send(w, MsgType.WORKER_REGISTER, {
             "worker_id": w.worker_id, "host": "sim-" + w.worker_id, "pid": self.pid, "cpus_total": w.cpus, "gpus": [],
             "vacant_jobs": list(w.vacant.values()), "busy_jobs": busy, "python": list(sys.version_info[:2]),
-            "version": __version__, **_METRICS,
+            "version": __version__, "heartbeat_window_s": self.interval_s * self.liveness, **_METRICS,
         })  # fmt: skip
 
     def _handle(self, w: _SimWorker, msg: protocol.Message) -> None:
