@@ -42,8 +42,10 @@ def test_pages_in_chromium(browser, serve, artifacts_dir):
     # The chart fills in as the page polls the history (each poll samples the status: interval 0 here).
     wait_for(lambda: int(browser.find_element(By.CSS_SELECTOR, "#chart svg").get_attribute("data-samples")) >= 3,
              what="a chart with 3 samples")
-    lines = browser.find_elements(By.CSS_SELECTOR, "#chart svg polyline")
-    assert len(lines) == 3 and all(len(line.get_attribute("points").split()) >= 3 for line in lines)
+    # read in one script: the chart is redrawn on every poll, so elements found earlier can go stale
+    lines = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#chart svg polyline'), p => p.getAttribute('points'));")
+    assert len(lines) == 3 and all(len(points.split()) >= 3 for points in lines)
     browser.save_screenshot(str(artifacts_dir / "fake-worker.png"))
 
     browser.get(site.url + "/clients/c-111")
