@@ -101,13 +101,18 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
         out["s1_register_s"] = round(time.monotonic() - t0, 2)
         time.sleep(args.settle)
         out["s1_idle_cpu_pct"] = round(cpu_percent(proc, args.window), 2)
+        heartbeats_per_s = n_workers / config.get("HEARTBEAT_INTERVAL_S")
+        out["s6_master_us_per_heartbeat"] = round(out["s1_idle_cpu_pct"] / 100 / heartbeats_per_s * 1e6, 1)
         out["s1_rss_mib"] = round(proc.memory_info().rss / 2**20, 1)
         # ---- S2
         n_actors = min(args.actors, n_workers * args.cpus * 3 // 4)
         per_client = max(1, n_actors // args.clients)
         clients = ClientGroup(address, token, args.clients)
         closed_n = per_client // 2
+        cpu0 = sum(proc.cpu_times()[:2])
         closed = clients.call("acquire", closed_n, None, args.in_flight, 300.0, timeout_s=330.0)
+        busy_s = sum(proc.cpu_times()[:2]) - cpu0 - out["s1_idle_cpu_pct"] / 100 * closed["elapsed_s"]
+        out["s6_master_ms_per_grant"] = round(1e3 * busy_s / max(1, closed["granted"]), 3)
         out["s2_grants_per_s"] = round(closed["granted"] / closed["elapsed_s"], 1)
         out["s2_closed_p50_ms"] = round(1e3 * percentile(closed["latencies_s"], 50), 2)
         out["s2_closed_p99_ms"] = round(1e3 * percentile(closed["latencies_s"], 99), 2)
