@@ -35,12 +35,22 @@ import time
 
 import psutil
 
+import parl_remote
 from parl_remote import config
 from parl_remote.cluster import LocalCluster, new_token
 from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
 
 WORKERS_PER_PROCESS = 500
+REAL_CPUS = 2
+
+
+@parl_remote.remote_class
+class Ping:
+    """A real actor on the real worker that stays in the mix."""
+
+    def ping(self, x):
+        return x
 
 
 def wait_for(predicate, timeout_s: float, what: str, interval_s: float = 0.05):
@@ -91,13 +101,28 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
     out: dict = {"workers": n_workers, "cpus_per_worker": args.cpus}
     groups: list[WorkerGroup] = []
     clients = None
+    real = None
     status_client = ClusterClient(address, token=token, timeout_s=30.0)
     try:
+        # ---- a real worker (its jobs real processes) and two real actors, first, so that they land on it
+        if args.real_worker:
+            real = subprocess.Popen(
+                [sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--cpu-num",
+                 str(REAL_CPUS), "--gpu", ""], env={**os.environ, "XPARL_TOKEN": token}, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            wait_for(lambda: status_client.status(summary=True)["cpus"]["ready"] == REAL_CPUS, 60.0, "the real jobs")
+            t = time.perf_counter()
+            parl_remote.connect(address, token=token)
+            real_actors = [Ping() for _ in range(REAL_CPUS)]
+            if [a.ping(i) for i, a in enumerate(real_actors)] != list(range(REAL_CPUS)):
+                raise RuntimeError("a real actor answered wrongly")
+            out["real_connect_create_call_ms"] = round(1e3 * (time.perf_counter() - t), 1)
+        n_real = 1 if real is not None else 0
         # ---- S1
         t0 = time.monotonic()
         for g in range(0, n_workers, WORKERS_PER_PROCESS):
             groups.append(WorkerGroup(address, token, min(WORKERS_PER_PROCESS, n_workers - g), args.cpus, seed=g))
-        _, _ = wait_for(lambda: counts(status_client)[0] == n_workers, 120.0, f"{n_workers} workers to register")
+        wait_for(lambda: counts(status_client)[0] == n_workers + n_real, 120.0, f"{n_workers} workers to register")
         out["s1_register_s"] = round(time.monotonic() - t0, 2)
         time.sleep(args.settle)
         out["s1_idle_cpu_pct"] = round(cpu_percent(proc, args.window), 2)
@@ -133,6 +158,13 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
         time.sleep(args.settle)
         out["s1_idle_cpu_pct_with_actors"] = round(cpu_percent(proc, args.window), 2)
         out["s1_rss_mib_with_actors"] = round(proc.memory_info().rss / 2**20, 1)
+        if real is not None:  # a real actor's call while the master serves the simulated cluster
+            times = []
+            for i in range(200):
+                t = time.perf_counter()
+                real_actors[i % REAL_CPUS].ping(i)
+                times.append(time.perf_counter() - t)
+            out["real_call_p50_ms"] = round(1e3 * percentile(times, 50), 3)
         # ---- S3
         times = []
         for _ in range(5):
@@ -196,7 +228,7 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
 
         def back() -> bool:
             w, a = counts(status_client)
-            return w == n_alive_workers and a >= alive_actors
+            return w == n_alive_workers + n_real and a >= alive_actors
 
         try:
             _, _ = wait_for(back, 60.0, "every worker and actor back after the restart", interval_s=0.1)
@@ -210,7 +242,14 @@ def run_size(n_workers: int, args: argparse.Namespace, log_dir: pathlib.Path) ->
         out["s4_reregistrations"] = sum(st.get("reregister", 0) for st in stats)
         out["s4_reconnects"] = sum(st.get("reconnects", 0) for st in stats)
         out["s4_master_cpu_s"] = round(sum(proc.cpu_times()[:2]), 2)
+        if real is not None:  # the real actors went on through the restart
+            answers = [a.ping(i) for i, a in enumerate(real_actors)]
+            out["real_calls_after_restart_ok"] = answers == list(range(REAL_CPUS))
     finally:
+        if real is not None:
+            parl_remote.disconnect()
+            os.killpg(real.pid, signal.SIGKILL)  # the real worker and its jobs (its own session)
+            real.wait(10)
         status_client.close()
         if clients is not None:
             clients.close()
@@ -250,6 +289,8 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0, help="seconds of the idle-CPU measurement")
     parser.add_argument("--settle", type=float, default=2.0)
     parser.add_argument("--json-out", type=pathlib.Path, default=None)
+    parser.add_argument("--no-real-worker", dest="real_worker", action="store_false",
+                        help="leave out the real worker (2 CPUs, real job processes) and its two real actors")
     parser.add_argument("--link-grace", type=float, default=None,
                         help="XPARL_LINK_GRACE_S for the master (default 60: a silent worker's actors are listed "
                              "unreachable, and end after it); S5's dead-time is measured when it is <= 10")  # fmt: skip
