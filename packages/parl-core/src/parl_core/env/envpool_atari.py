@@ -169,16 +169,15 @@ class EnvPoolAtari(gym.vector.VectorEnv):
         return self._stack.copy() if self._nchw else np.moveaxis(self._stack, 1, -1).copy()
 
     def _step_ids(self, actions: np.ndarray, ids: np.ndarray) -> tuple:
-        """Step games ``ids`` only; returns their (frame [n, dim, dim], reward, terminated, truncated, info)."""
+        """Step games ``ids`` (ascending) only; returns their ``(frame [n, dim, dim], reward, terminated,
+        truncated, info)`` in the order of ``ids``, ``info`` holding ``reward`` (unclipped) and ``lives``."""
         obs, reward, terminated, truncated, info = self._pool.step(actions.astype(np.int32), ids.astype(np.int32))
-        order = np.argsort(info["env_id"])  # the pool answers in its own order
-        return (
-            obs[order, -1],
-            reward[order],
-            terminated[order],
-            truncated[order],
-            {k: v[order] for k, v in info.items() if isinstance(v, np.ndarray) and len(v) == len(order)},
-        )
+        env_id, lives, raw = info["env_id"], info["lives"], info["reward"]
+        if (np.diff(env_id) < 0).any():  # the pool answered in its own order
+            order = np.argsort(env_id)
+            obs, reward, terminated, truncated = obs[order], reward[order], terminated[order], truncated[order]
+            lives, raw = lives[order], raw[order]
+        return obs[:, -1], reward, terminated, truncated, {"reward": raw, "lives": lives}
 
     def _start(self, ids: np.ndarray, frames: np.ndarray) -> None:
         """After EnvPool's reset of games ``ids`` (first frames ``frames [n, dim, dim]``): FIRE and action 2
