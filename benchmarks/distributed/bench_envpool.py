@@ -86,11 +86,31 @@ def impala_runs(args: argparse.Namespace) -> None:
         fps: dict[str, list[float]] = {"gymnasium": [], "envpool": []}
         for r in range(args.rounds):
             for path in ("gymnasium", "envpool") if r % 2 == 0 else ("envpool", "gymnasium"):
-                cmd = [sys.executable, str(script), "--only", "parl", "--env", game, "--actors", str(args.actors),
-                       "--envs-per-actor", str(args.envs_per_actor), "--unroll-length", str(args.unroll_length),
-                       "--warmup-s", "20", "--window-s", str(args.window_s)] + (["--envpool"] * (path == "envpool"))
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.window_s + 600,
-                                      env=dict(os.environ, PARL_BACKEND="torch"))  # the example's torch model
+                cmd = [
+                    sys.executable,
+                    str(script),
+                    "--only",
+                    "parl",
+                    "--env",
+                    game,
+                    "--actors",
+                    str(args.actors),
+                    "--envs-per-actor",
+                    str(args.envs_per_actor),
+                    "--unroll-length",
+                    str(args.unroll_length),
+                    "--warmup-s",
+                    "20",
+                    "--window-s",
+                    str(args.window_s),
+                ] + (["--envpool"] * (path == "envpool"))
+                proc = subprocess.run(
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    timeout=args.window_s + 600,
+                    env=dict(os.environ, PARL_BACKEND="torch"),
+                )  # the example's torch model
                 if proc.returncode != 0:
                     print(json.dumps({"game": game, "path": path, "error": proc.stderr[-3000:]}), flush=True)
                     continue
@@ -99,8 +119,17 @@ def impala_runs(args: argparse.Namespace) -> None:
                 print(json.dumps(dict(out, game=game, round=r, path=path)), flush=True)
         if fps["gymnasium"] and fps["envpool"]:
             ratio = statistics.median(fps["envpool"]) / statistics.median(fps["gymnasium"])
-            print(json.dumps({"game": game, "learner_frames_per_s": fps, "ratio_median": round(ratio, 2),
-                              "loadavg_end": loadavg()}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "game": game,
+                        "learner_frames_per_s": fps,
+                        "ratio_median": round(ratio, 2),
+                        "loadavg_end": loadavg(),
+                    }
+                ),
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -114,8 +143,17 @@ def main() -> None:
     parser.add_argument("--actors", type=int, default=2, help="--impala: actor processes")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(json.dumps({"loadavg": loadavg(), "envs_per_actor": args.envs_per_actor,
-                      "unroll_length": args.unroll_length, "window_s": args.window_s}), flush=True)
+    print(
+        json.dumps(
+            {
+                "loadavg": loadavg(),
+                "envs_per_actor": args.envs_per_actor,
+                "unroll_length": args.unroll_length,
+                "window_s": args.window_s,
+            }
+        ),
+        flush=True,
+    )
     if args.impala:
         impala_runs(args)
         return
@@ -127,8 +165,19 @@ def main() -> None:
                 for path in ("gymnasium", "envpool"):
                     fps = measure(ex, game, path == "envpool", args, seed=100 * r)
                     results.setdefault((game, what, path), []).append(fps)
-                    print(json.dumps({"game": game, "round": r, "measure": what, "path": path,
-                                      "frames_per_s": round(fps, 1), "loadavg": loadavg()}), flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                "game": game,
+                                "round": r,
+                                "measure": what,
+                                "path": path,
+                                "frames_per_s": round(fps, 1),
+                                "loadavg": loadavg(),
+                            }
+                        ),
+                        flush=True,
+                    )
     print(f"\n{'game':<24}{'measure':<8}{'gymnasium f/s':>15}{'envpool f/s':>13}{'ratio':>8}")
     for game in args.games:
         for what in ("actor", "envs"):
