@@ -23,7 +23,8 @@ Where the two paths differ (``tests/test_core_envpool_atari.py`` checks the rest
 - the no-op count of a game reset (1..noop_max frames) is drawn from EnvPool's random generator, not
   gymnasium's: the same seed gives a different count;
 - after a lost life, ``wrap_deepmind`` plays one no-op step (4 frames, ``EpisodicLifeEnv``) before FIRE,
-  EnvPool 1..noop_max no-op frames: the games go on from a few frames apart;
+  EnvPool its own reset-in-game (its no-op frames, not the same count): the games go on a few frames apart
+  (Breakout's screens differ from the first lost life on; the test checks the episodic-life behaviour);
 - a game is cut at 100,000 steps (400,000 frames, ale-py's limit for ``*NoFrameskip-v4``) by EnvPool;
 - :meth:`EnvPoolAtari.next_episode_results` gives game lengths in steps of 4 frames (``MonitorEnv``,
   under the frame skip, counts frames).
