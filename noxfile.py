@@ -51,10 +51,12 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 # Extra third-party packages a package's tests need (never part of its runtime dependencies).
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     # both backends: each test body runs on torch and on paddle (versions pinned by constraints.txt)
-    "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15", "paddlepaddle>=3.0", "minatar>=1.0.15"),
+    "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15", "paddlepaddle>=3.0", "minatar>=1.0.15",
+                  "envpool>=1.2", "ale-py>=0.9", "opencv-python-headless>=4.8"),  # EnvPoolAtari vs wrap_deepmind
     "parl-algorithms": ("torch>=2.1", "paddlepaddle>=3.0",
                         "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari: wrap_deepmind, examples/impala
-                        "minatar>=1.0.15"),  # MinAtar: the distributed examples' small games
+                        "minatar>=1.0.15",  # MinAtar: the distributed examples' small games
+                        "envpool>=1.2"),  # examples/impala --envpool
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),

@@ -74,7 +74,8 @@ def run_ours(args: argparse.Namespace, ex) -> dict:
     alg = parl.algorithms.IMPALA(model, sample_batch_steps=args.unroll_length, gamma=cfg["gamma"],
                                  learning_rate=cfg["lr"])
     parl.connect(cpu_num=args.actors)
-    actors = [ex.Actor(args.env, args.envs_per_actor, args.unroll_length, cfg, 100 * i) for i in range(args.actors)]
+    actors = [ex.Actor(args.env, args.envs_per_actor, args.unroll_length, cfg, 100 * i, args.envpool)
+              for i in range(args.actors)]
     pids = [a.pid().result() for a in actors]
     pending = {}
     weights = model.get_weights()
@@ -111,7 +112,7 @@ def run_ours(args: argparse.Namespace, ex) -> dict:
         future.result()
     parl.disconnect()
     frames = consumed * FRAME_SKIP[atari]
-    return {"framework": "parl", "learner_frames_per_s": frames / elapsed,
+    return {"framework": "parl", "envpool": args.envpool, "learner_frames_per_s": frames / elapsed,
             "actor_frames_per_s_each": frames / sampled_s if sampled_s else float("nan"),
             "unroll_delivery_ms_median": 1e3 * statistics.median(delivery_s) if delivery_s else float("nan"),
             "weights_bytes": int(sum(w.nbytes for w in weights.values())),
@@ -214,6 +215,7 @@ def main() -> None:
     parser.add_argument("--window-s", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=["parl", "rllib"], default=None, help="one side (in a subprocess)")
+    parser.add_argument("--envpool", action="store_true", help="ours: Atari actors on EnvPool (bench_envpool.py)")
     args = parser.parse_args()
     if args.only:  # one measurement in a fresh process (no state shared between frameworks)
         out = run_ours(args, load_example()) if args.only == "parl" else run_rllib(args)

@@ -21,6 +21,12 @@ Usage::
     python examples/impala/train.py --actors 2 --seed 0                     # embedded local cluster
     xparl start --port 8010 --cpu-num 4 && python examples/impala/train.py --address localhost:8010
     python examples/impala/train.py --env PongNoFrameskip-v4 --actors 2 --total-steps 5000000
+    python examples/impala/train.py --env PongNoFrameskip-v4 --envpool   # actors step EnvPool's C++ pool
+
+``--envpool`` (Atari only; ``pip install 'parl-core[envpool]'``): each actor plays its E games in one
+``parl.env.EnvPoolAtari`` (the same 42x42 frames, episodic life, clipped rewards and whole-game returns as
+``wrap_deepmind``, computed in C++) instead of E gymnasium envs stepped in Python; off by default, so a run
+without the flag does what it did (the two paths draw their reset no-ops from different generators).
 
 Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...),
 ``<logdir>/curve.csv`` (env_steps, wall_s, training-episode return) and tensorboard scalars.
@@ -48,6 +54,7 @@ from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process 
 from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
 from parl.utils import summary
+from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
 
@@ -128,27 +135,37 @@ class AtariModel(Model):
         return self.v(self._features(obs))
 
 
-def build_model(env: gym.Env, cfg: dict) -> Model:
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        raise SystemExit(f"IMPALA here needs a Discrete action space, {env.spec.id} has {env.action_space}")
-    num_actions = int(env.action_space.n)
+def build_model(env: gym.Env | gym.vector.VectorEnv, cfg: dict) -> Model:
+    """The model for one env's spaces (a vector env: its ``single_*`` spaces)."""
+    action_space = getattr(env, "single_action_space", env.action_space)
+    observation_space = getattr(env, "single_observation_space", env.observation_space)
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise SystemExit(f"IMPALA here needs a Discrete action space, got {action_space}")
+    num_actions = int(action_space.n)
     if "dim" in cfg:
         return AtariModel(num_actions, cfg["dim"])
-    return MLPModel(env.observation_space.shape[0], num_actions, cfg["hidden"])
+    return MLPModel(observation_space.shape[0], num_actions, cfg["hidden"])
 
 
 @parl.remote_class(wait=False)
 class Actor:
     """Plays ``num_envs`` envs with the latest policy it was sent; one call = one unroll of T steps."""
 
-    def __init__(self, env_id: str, num_envs: int, unroll_length: int, cfg: dict, seed: int):
+    def __init__(self, env_id: str, num_envs: int, unroll_length: int, cfg: dict, seed: int,
+                 use_envpool: bool = False):
         torch.set_num_threads(1)
         torch.manual_seed(seed)
-        self.envs = [make_env(env_id, cfg.get("dim", 42)) for _ in range(num_envs)]
-        self.model = build_model(self.envs[0], cfg)
+        if use_envpool:  # E games in EnvPool's C++ pool (one thread: this process has one CPU)
+            self.envs, self.pool = [], EnvPoolAtari(env_id, num_envs, dim=cfg.get("dim", 42), seed=seed)
+            self.model = build_model(self.pool, cfg)
+            self.obs = self.pool.reset()[0]
+        else:
+            self.envs, self.pool = [make_env(env_id, cfg.get("dim", 42)) for _ in range(num_envs)], None
+            self.model = build_model(self.envs[0], cfg)
+            self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
         self.alg = IMPALA(self.model, sample_batch_steps=unroll_length, gamma=cfg["gamma"], device="cpu")
         self.unroll_length = unroll_length
-        self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
+        self.num_envs = num_envs
 
     def pid(self) -> int:
         """This actor's process id (the fault test kills it)."""
@@ -166,7 +183,7 @@ class Actor:
         t_start = time.time()
         if weights is not None:
             self.model.set_weights(weights)
-        T, E = self.unroll_length, len(self.envs)
+        T, E = self.unroll_length, self.num_envs
         obs = np.empty((T, *self.obs.shape), self.obs.dtype)
         actions = np.empty((T, E), np.int64)
         rewards = np.empty((T, E), np.float32)
@@ -180,6 +197,9 @@ class Actor:
                     logits = np.empty((T, E, logit.shape[1]), np.float32)
                 logits[t] = logit.cpu().numpy()
                 actions[t] = torch.multinomial(probs, 1).squeeze(1).cpu().numpy()
+                if self.pool is not None:  # same-step auto-reset, as the loop below
+                    self.obs, rewards[t], terminated, truncated, _ = self.pool.step(actions[t])
+                    dones[t] = terminated | truncated
                 for i, env in enumerate(self.envs):
                     next_obs, reward, terminated, truncated, _ = env.step(int(actions[t, i]))
                     if terminated or truncated:
@@ -187,7 +207,10 @@ class Actor:
                     self.obs[i] = next_obs
                     rewards[t, i] = reward
                     dones[t, i] = terminated or truncated
-        returns = [r for env in self.envs for r, _ in get_wrapper_by_cls(env, MonitorEnv).next_episode_results()]
+        if self.pool is not None:
+            returns = [r for r, _ in self.pool.next_episode_results()]
+        else:
+            returns = [r for env in self.envs for r, _ in get_wrapper_by_cls(env, MonitorEnv).next_episode_results()]
         return dict(obs=obs, actions=actions, behaviour_logits=logits, rewards=rewards, dones=dones,
                     episode_returns=np.asarray(returns, np.float64), t_start=t_start, t_end=time.time())
 
@@ -235,8 +258,14 @@ def main() -> None:
     parser.add_argument("--logdir", default=None, help="default: runs/impala/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
+    parser.add_argument("--envpool", action="store_true",
+                        help="Atari: actors step their games in EnvPool (pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args()
+    if args.envpool and not is_atari(args.env):
+        parser.error(f"--envpool runs Atari games ('<Game>NoFrameskip-v4'), not {args.env}")
+    if args.envpool and not envpool_available():
+        parser.error(INSTALL_HINT)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
     if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
@@ -254,7 +283,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     start = time.perf_counter()
 
-    probe = make_env(args.env, cfg.get("dim", 42))
+    probe = EnvPoolAtari(args.env, 1, dim=cfg["dim"]) if args.envpool else make_env(args.env, cfg.get("dim", 42))
     model = build_model(probe, cfg)
     probe.close()
     alg = IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
@@ -271,7 +300,7 @@ def main() -> None:
 
     def new_actor() -> Actor:
         nonlocal spawned
-        actor = Actor(args.env, E, T, cfg, args.seed * 1000 + 100 * spawned)
+        actor = Actor(args.env, E, T, cfg, args.seed * 1000 + 100 * spawned, args.envpool)
         spawned += 1
         logger.info("actor %d started, pid=%d", spawned - 1, actor.pid().result())
         return actor
@@ -357,7 +386,8 @@ def main() -> None:
     result = {
         "device": str(alg.device),
         "env": args.env, "algorithm": "IMPALA", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
-        "unroll_length": T, "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
+        "unroll_length": T, "envpool": args.envpool,
+        "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
         "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
         "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,

@@ -95,3 +95,37 @@ def test_impala_actor_unroll_feeds_learn_env_major():
     losses, kl = actor.alg.learn(*(train.env_major(batch[k]) for k in ("obs", "actions", "behaviour_logits",
                                                                         "rewards", "dones")), 1e-3, -0.01)
     assert np.isfinite(float(losses.total_loss)) and float(kl) == pytest.approx(0.0, abs=1e-6)  # same policy
+
+
+def test_impala_atari_actor_envpool_and_gymnasium_unrolls_alike():
+    """``--envpool``: the actor's unroll from EnvPoolAtari has the gymnasium path's keys, shapes and dtypes."""
+    pytest.importorskip("envpool")
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    import torch
+    from test_examples_distributed import load_example
+
+    train = load_example("impala")
+    cfg = train.CONFIGS["atari"]
+    batches = []
+    for use_envpool in (False, True):
+        torch.manual_seed(0)
+        actor = train.Actor._original("PongNoFrameskip-v4", 2, 4, cfg, 0, use_envpool)
+        batches.append(actor.sample(None))
+    gym_batch, pool_batch = batches
+    assert gym_batch.keys() == pool_batch.keys()
+    for key in ("obs", "actions", "behaviour_logits", "rewards", "dones"):
+        assert pool_batch[key].shape == gym_batch[key].shape and pool_batch[key].dtype == gym_batch[key].dtype, key
+    assert pool_batch["obs"].shape == (4, 2, 4, 42, 42)
+    # the first observations of the games: the same screen but the opponent's paddle and the score, which move
+    # during the 1..30 no-op frames (drawn by different generators; parl-core's tests compare frame by frame)
+    assert (pool_batch["obs"][0] == gym_batch["obs"][0]).mean() > 0.99
+
+
+def test_impala_envpool_missing_names_the_extra():
+    code = ("import runpy, sys; sys.modules['envpool'] = None; "
+            f"sys.argv = ['train.py', '--env', 'PongNoFrameskip-v4', '--envpool']; "
+            f"runpy.run_path({str(EXAMPLES / 'impala' / 'train.py')!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "pip install 'parl-core[envpool]'" in proc.stderr

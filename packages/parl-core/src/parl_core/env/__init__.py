@@ -12,6 +12,8 @@
   ``[n_agents, obs_dim]`` with the global state, available-action masks and ``terminated`` / ``truncated``
   apart; a serial vector form with same-step auto-reset.
 - :class:`MAenv` (``multiagent_env``): PARL's MPE wrapper (lists in, lists out) on mpe2.
+- :class:`EnvPoolAtari` (``envpool_atari``): E Atari games on EnvPool's C++ pool with ``wrap_deepmind``'s
+  preprocessing, as a gymnasium vector env with same-step auto-reset (``pip install 'parl-core[envpool]'``).
 
 gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``; the
 multi-agent env packages (``pip install 'parl-core[marl]'``: mpe2, lbforaging, rware) when an env is made.
@@ -26,6 +28,7 @@ from typing import Any
 _HOMES = {
     "ActionMappingWrapper": "continuous_wrappers",
     "CompatWrapper": "compat_wrappers",
+    "EnvPoolAtari": "envpool_atari",
     "MAenv": "multiagent_env",
     "MultiAgentEnv": "multiagent",
     "MultiAgentVectorEnv": "multiagent",

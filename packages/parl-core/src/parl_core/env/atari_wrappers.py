@@ -80,8 +80,10 @@ class MonitorEnv(gym.Wrapper):
         if terminated or truncated:
             self._episode_rewards.append(self._current_reward)
             self._episode_lengths.append(self._num_steps)
-            info = dict(info, episode={"r": self._current_reward, "l": self._num_steps,
-                                       "t": round(time.time() - self.tstart, 6)})
+            info = dict(
+                info,
+                episode={"r": self._current_reward, "l": self._num_steps, "t": round(time.time() - self.tstart, 6)},
+            )
             self._current_reward, self._num_steps = 0.0, 0
         return obs, reward, terminated, truncated, info
 
@@ -140,8 +142,10 @@ class FireResetEnv(gym.Wrapper):
         super().__init__(env)
         meanings = env.unwrapped.get_action_meanings()
         if len(meanings) < 3 or meanings[1] != "FIRE":
-            raise ValueError(f"FireResetEnv needs action 1 to be FIRE and >= 3 actions, got {meanings}; wrap only "
-                             "games with a FIRE action")
+            raise ValueError(
+                f"FireResetEnv needs action 1 to be FIRE and >= 3 actions, got {meanings}; wrap only "
+                "games with a FIRE action"
+            )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:  # noqa: D102
         self.env.reset(**kwargs)
@@ -186,7 +190,7 @@ class OldApiAtariEnv(CompatWrapper):
         obs = super().reset(**kwargs)
         if len(self._monitor.get_episode_rewards()) >= self._end_episode:
             self._was_real_done = True
-            self._eval_rewards = self._monitor.get_episode_rewards()[-self._test_episodes:]
+            self._eval_rewards = self._monitor.get_episode_rewards()[-self._test_episodes :]
             self._end_episode += self._test_episodes
         else:
             self._was_real_done, self._eval_rewards = False, None
@@ -202,8 +206,10 @@ class OldApiAtariEnv(CompatWrapper):
         if isinstance(action, (np.ndarray, list, tuple)):
             values = np.asarray(action)
             if values.size != 1:
-                raise ValueError(f"an Atari env takes one discrete action per step, got {values.size} values "
-                                 f"{values.tolist()!r}; pass an int (or a one-element array)")
+                raise ValueError(
+                    f"an Atari env takes one discrete action per step, got {values.size} values "
+                    f"{values.tolist()!r}; pass an int (or a one-element array)"
+                )
             action = int(values.reshape(()))
         return super().step(action)
 
@@ -216,8 +222,15 @@ class OldApiAtariEnv(CompatWrapper):
         return self._eval_rewards
 
 
-def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_format: str = "NHWC",
-                  test: bool = False, test_episodes: int = 3) -> gym.Env:
+def wrap_deepmind(
+    env: gym.Env,
+    dim: int = 84,
+    framestack: bool = True,
+    obs_format: str = "NHWC",
+    test: bool = False,
+    test_episodes: int = 3,
+    noop_max: int = 30,
+) -> gym.Env:
     """DeepMind's Atari preprocessing, PARL's signature.
 
     Args:
@@ -234,6 +247,7 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
         test_episodes: games per evaluation of an old-API env (:meth:`OldApiAtariEnv.get_eval_rewards`);
             a gymnasium env counts its games with :class:`MonitorEnv`
             (``get_wrapper_by_cls(env, MonitorEnv).next_episode_results()``).
+        noop_max: most random no-op frames after a game reset (1..noop_max of them; 0: none).
 
     Returns:
         The wrapped env (gymnasium env in, gymnasium env out; old-API env in, :class:`OldApiAtariEnv`
@@ -250,12 +264,15 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
     if old_api:
         env = OldGymToGymnasiumWrapper(env)
     if not hasattr(env.unwrapped, "ale"):
-        raise ValueError(f"wrap_deepmind needs an Atari env from ale-py, got {env.unwrapped!r}; `import ale_py; "
-                         "gymnasium.register_envs(ale_py)` and gym.make('PongNoFrameskip-v4')")
+        raise ValueError(
+            f"wrap_deepmind needs an Atari env from ale-py, got {env.unwrapped!r}; `import ale_py; "
+            "gymnasium.register_envs(ale_py)` and gym.make('PongNoFrameskip-v4')"
+        )
     frame_skip = 4 if getattr(env.unwrapped, "_frameskip", 1) == 1 else 1
     env = MonitorEnv(env)
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=frame_skip, screen_size=dim,
-                                          terminal_on_life_loss=False, grayscale_obs=True)
+    env = gym.wrappers.AtariPreprocessing(
+        env, noop_max=noop_max, frame_skip=frame_skip, screen_size=dim, terminal_on_life_loss=False, grayscale_obs=True
+    )
     parl_pipeline = not test or old_api  # PARL wraps its evaluation env like its training env
     if parl_pipeline:
         env = EpisodicLifeEnv(env)
@@ -268,6 +285,8 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
         if obs_format == "NHWC":
             space = env.observation_space
             env = gym.wrappers.TransformObservation(
-                env, lambda obs: np.moveaxis(obs, 0, -1),
-                gym.spaces.Box(low=0, high=255, shape=(dim, dim, 4), dtype=space.dtype))
+                env,
+                lambda obs: np.moveaxis(obs, 0, -1),
+                gym.spaces.Box(low=0, high=255, shape=(dim, dim, 4), dtype=space.dtype),
+            )
     return OldApiAtariEnv(env, test_episodes) if old_api else env
