@@ -17,9 +17,54 @@ The reverse direction (an old env presented as a gymnasium env, keeping ``trunca
 
 from __future__ import annotations
 
+import importlib
+import re
 from typing import Any
 
-__all__ = ["CompatWrapper", "Wrapper"]
+__all__ = ["V_GYM_CHANGED", "V_NPRANDOM_CHANGED", "CompatWrapper", "Wrapper", "is_gym_version_ge"]
+
+#: the gym version that changed ``seed()``, ``reset()`` and ``step()`` (PARL's constant)
+V_GYM_CHANGED = "0.26.0"
+#: the gym version that changed ``env.np_random`` from ``.randint()`` to ``.integers()`` (PARL's constant)
+V_NPRANDOM_CHANGED = "0.22.0"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"0.26.2"`` -> ``(0, 26, 2)``; a component's leading digits only (``"1.0.0a1"`` -> ``(1, 0, 0)``)."""
+    parts = []
+    for piece in version.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def is_gym_version_ge(compare_version: str) -> bool:
+    """Whether the installed gym is at least ``compare_version`` (PARL's ``is_gym_version_ge``).
+
+    PARL's examples branch on it between the old gym API and the new one (``reset() -> (obs, info)``,
+    5-tuple ``step``, ``render_mode=`` at ``make``). The version asked is that of the module ``gym`` when one
+    is importable (real gym, or a gym-compatible shim), else that of gymnasium, the maintained successor of
+    gym that this project uses: gymnasium's versions (1.x) all speak the new API, so every comparison with a
+    gym 0.x version is true, as it is with gym >= 0.26.
+
+    Args:
+        compare_version: a release such as ``"0.26.0"`` (:data:`V_GYM_CHANGED`).
+
+    Returns:
+        True when the installed version is greater than or equal to ``compare_version``, compared release
+        component by component (``0.26.2 >= 0.26``; PARL's own comparison raised IndexError when the two had
+        different numbers of components).
+
+    Raises:
+        ImportError: neither gym nor gymnasium is installed.
+    """
+    try:
+        gym = importlib.import_module("gym")
+    except ImportError:
+        gym = importlib.import_module("gymnasium")
+    return _release(gym.__version__) >= _release(compare_version)
 
 
 def _max_episode_steps_of(env: Any) -> int | None:
