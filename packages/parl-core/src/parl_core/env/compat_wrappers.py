@@ -17,7 +17,9 @@ The reverse direction (an old env presented as a gymnasium env, keeping ``trunca
 
 from __future__ import annotations
 
+import copy
 import importlib
+import numbers
 import re
 from typing import Any
 
@@ -135,6 +137,9 @@ class CompatWrapper(Wrapper):
       first reset after ``seed()`` is seeded and later episodes continue the env's random stream.
     - ``_max_episode_steps``: the env's step limit (``env.spec.max_episode_steps``); ``done`` is also
       forced at that step, as PARL's wrapper does.
+    - ``action_space.n`` of a discrete action space is a Python ``int``, as in gym < 0.26 (gymnasium stores a
+      ``np.int64``, which PARL's examples reject: ``assert isinstance(act_dim, int)`` in ``examples/DQN``); the
+      wrapper holds a copy of the env's space with that one change.
 
     The API of the wrapped env is detected from what ``reset`` / ``step`` return, so an old-API env
     passes through unchanged.
@@ -148,6 +153,12 @@ class CompatWrapper(Wrapper):
         limit = _max_episode_steps_of(env)
         if limit is not None:
             self._max_episode_steps = limit
+        space = getattr(env, "action_space", None)
+        n = getattr(space, "n", None)
+        if isinstance(n, numbers.Integral) and type(n) is not int:  # np.int64 (gymnasium's Discrete)
+            space = copy.copy(space)
+            space.n = int(n)
+            self.action_space = space
         self._pending_seed: int | None = None
         self._has_old_seed = callable(getattr(env, "seed", None))
         self.count_ep_step = 0
@@ -173,11 +184,14 @@ class CompatWrapper(Wrapper):
         Returns:
             ``[seed]``, as gym's ``Env.seed`` did.
         """
+        own_space = self.__dict__.get("action_space")  # the copy with an int ``n`` (see the class docstring)
         if self._has_old_seed:
             result = self.env.seed(seed)
+            if seed is not None and own_space is not None:
+                own_space.seed(seed)
             return list(result) if isinstance(result, (list, tuple)) else [seed]
         self._pending_seed = seed
-        action_space = getattr(self.env, "action_space", None)
+        action_space = getattr(self, "action_space", None)
         if seed is not None and callable(getattr(action_space, "seed", None)):
             action_space.seed(seed)
         return [seed]
