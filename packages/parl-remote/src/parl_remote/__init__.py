@@ -42,6 +42,7 @@ _LAZY = {
             "ClusterConnectionError",
             "FutureObjectEmpty",
             "MissingDependencyError",
+            "RemoteAttributeError",
             "RemoteError",
             "RemoteUserError",
             "ResourceError",

@@ -11,8 +11,10 @@ The token: ``--token-file F``, else ``$XPARL_TOKEN`` (``--token T`` is accepted 
 - ``xparl stop [--port P]``: stop the clusters this user started, through their pid files only.
 
 PARL's underscore spellings (``--cpu_num``, ``--monitor_port``, ``--gpu_cluster``) are accepted as aliases.
-GPUs: ``xparl start --gpu_cluster [--gpu 0,1]`` and ``xparl connect --gpu 0,1`` offer GPUs to ``n_gpu`` actors
-(see ``parl_remote.gpus``); unlike PARL, one cluster holds CPU and GPU workers and actors.
+GPUs: ``xparl start [--gpu 0,1]`` and ``xparl connect --gpu 0,1`` offer GPUs to ``n_gpu`` actors (see
+``parl_remote.gpus``); unlike PARL, one cluster holds CPU and GPU workers and actors, sharing a worker's
+``--cpu-num`` job slots. ``xparl start --gpu_cluster`` follows PARL's rule: the local worker runs one job per GPU
+and ignores ``--cpu_num``.
 """
 
 from __future__ import annotations
@@ -168,8 +170,9 @@ def main() -> None:
 @click.option("--no-monitor", is_flag=True, default=False, help="Do not start the web monitor.")
 @_gpu_option("the local worker")
 @click.option("--gpu-cluster", "--gpu_cluster", "gpu_cluster", is_flag=True, default=False,
-              help="PARL's spelling, accepted: one cluster holds CPU and GPU workers, so it changes nothing; "
-                   "the local worker offers the GPUs of --gpu (or those detected).")
+              help="PARL's GPU cluster: the local worker runs one job per GPU of --gpu (or of those detected) "
+                   "and ignores --cpu-num. Without it, the local worker's --cpu-num slots take CPU and GPU "
+                   "actors alike.")
 def start(
     port: int, cpu_num: int | None, monitor_port: int | None, host: str, token: str | None, token_file: str | None,
     no_monitor: bool, gpu: str | None, gpu_cluster: bool, new_token: bool, debug: bool,
@@ -182,6 +185,11 @@ def start(
     if gpu_cluster and not gpus:
         click.echo("note: --gpu_cluster, but this machine offers no GPU; add GPU workers with "
                    f"`xparl connect --address <this host>:{port} --gpu 0,1`", err=True)
+    from parl_remote.gpus import local_job_slots
+
+    cpu_num, slots_note = local_job_slots(cpu_num, gpus.split(",") if gpus else [], gpu_cluster)
+    if slots_note:
+        click.echo(f"note: {slots_note}", err=True)
     cdir = config.cluster_dir(port)
     for info in cluster.recorded_clusters():
         if info["port"] == port and info["alive"]:
@@ -207,8 +215,12 @@ def start(
     if survivor:
         click.echo(f"xparl master restarted on port {port} with the cluster's token: the local worker (pid "
                    f"{survivor}) rejoined with its actors (a new token: --new-token)")  # fmt: skip
-    click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs"
-               + (f" and GPUs {gpus}" if gpus else ""))
+    if gpu_cluster and gpus:
+        click.echo(f"xparl GPU cluster started: master at {local.address}; the local worker runs one job per GPU "
+                   f"of {gpus}")
+    else:
+        click.echo(f"xparl cluster started: master at {local.address} with {local.cpu_num} CPUs"
+                   + (f" and GPUs {gpus}" if gpus else ""))
     click.echo(f"  token: {cdir / 'token'} (readable by you only; local clients find it)")
     click.echo(f"  connect from Python: parl.connect('{local.address}')")
     click.echo(

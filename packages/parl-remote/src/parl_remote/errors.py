@@ -3,6 +3,8 @@
 - ``RemoteError``: the base class. A user exception raised inside a remote method is re-raised on the
   caller as an instance of a class derived from both ``RemoteError`` and the original type
   (``make_remote_exception``); its ``remote_traceback`` holds the actor's traceback.
+- ``RemoteAttributeError``: also an ``AttributeError``; what an ``AttributeError`` raised remotely (reading an
+  attribute the remote object lacks, or raised by user code) is re-raised as (PARL's name).
 - ``ActorDiedError``: the actor's process ended (killed, crashed, over ``max_memory``, worker lost).
 - ``ResourceError``: no free CPU within the configured wait.
 - ``SerializationError``: an argument or a return value cannot be pickled.
@@ -89,6 +91,16 @@ SHM_LOSS_HINT = (
 )
 
 
+class RemoteAttributeError(AttributeError, RemoteError):
+    """An ``AttributeError`` raised in an actor (a missing attribute read through the proxy, or user code),
+    re-raised on the caller (PARL's ``parl.remote.exceptions.RemoteAttributeError``).
+
+    ``except AttributeError``, ``except RemoteError`` and ``except RemoteAttributeError`` all catch it; a
+    subclass of ``AttributeError`` raised remotely comes back as a class derived from both that subclass and
+    this one. ``remote_traceback`` holds the actor's traceback.
+    """
+
+
 class RemoteUserError(RemoteError):
     """A remote method raised an exception whose type could not be rebuilt on the caller.
 
@@ -106,13 +118,16 @@ def _remote_subclass(exc_type: type[BaseException]) -> type | None:
     """Returns a class derived from ``exc_type`` and ``RemoteError`` (cached), or None if impossible."""
     if issubclass(exc_type, RemoteError):
         return exc_type
+    if exc_type is AttributeError:
+        return RemoteAttributeError
     cached = _SUBCLASS_CACHE.get(exc_type)
     if cached is not None:
         return cached
+    remote_base = RemoteAttributeError if issubclass(exc_type, AttributeError) else RemoteError
     try:
         sub = type(
             exc_type.__name__,
-            (exc_type, RemoteError),
+            (exc_type, remote_base),
             {"__module__": exc_type.__module__, "__qualname__": exc_type.__qualname__, "__str__": _remote_str},
         )
     except TypeError:  # e.g. instance lay-out conflicts or final classes
@@ -131,6 +146,9 @@ def _remote_str(self: BaseException) -> str:
     if tb:
         return f"{base}\n\nRemote traceback ({where}):\n{tb.rstrip()}"
     return base
+
+
+RemoteAttributeError.__str__ = _remote_str  # type: ignore[method-assign]  # its __mro__[1] is AttributeError
 
 
 def make_remote_exception(

@@ -5,6 +5,10 @@ detects them: the ids in its own ``CUDA_VISIBLE_DEVICES`` when that is set, else
 reports (``nvidia-ml-py``, an optional dependency imported only here and only when detecting; without it,
 or without a driver, the worker offers no GPU). The master grants an ``n_gpu=k`` actor k whole GPUs of one
 worker, exclusively, and the job sets ``CUDA_VISIBLE_DEVICES`` to them before the actor's class is loaded.
+
+Every actor, CPU or GPU, runs in one of its worker's job slots. A mixed worker (``xparl connect --gpu 0,1``,
+``xparl start --gpu 0,1``) has ``--cpu-num`` slots shared by both kinds. ``xparl start --gpu_cluster`` follows
+PARL's rule instead (:func:`local_job_slots`): its local worker runs one job per GPU and ignores ``--cpu_num``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse_ids", "detect", "resolve", "check_n_gpu", "NVML_HINT"]
+__all__ = ["parse_ids", "detect", "resolve", "check_n_gpu", "local_job_slots", "NVML_HINT"]
 
 NVML_HINT = "pip install nvidia-ml-py"
 
@@ -98,3 +102,30 @@ def check_n_gpu(n_gpu: object) -> int:
         raise ValueError(f"n_gpu is the number of whole GPUs an actor gets: an int >= 0, got {n_gpu!r}; "
                          "e.g. @remote_class(n_gpu=1) (GPUs are not shared between actors)")
     return n_gpu
+
+
+def local_job_slots(cpu_num: int | None, gpu_ids: list[str], gpu_cluster: bool) -> tuple[int | None, str | None]:
+    """The job slots of ``xparl start``'s local worker: PARL's rule for ``--gpu_cluster``.
+
+    PARL 2.2.1's ``xparl start --gpu_cluster`` sets the local worker's CPU count to 0 and gives it one job per
+    GPU of ``--gpu`` (its ``scripts.py`` / ``start.py``), so ``--cpu_num`` does not limit how many GPU actors
+    run. Here every actor takes a job slot, so a GPU cluster's local worker gets ``len(gpu_ids)`` slots. Without
+    ``--gpu_cluster`` (or when no GPU is offered) the worker is a mixed one: ``cpu_num`` slots, CPU and GPU
+    actors alike.
+
+    Args:
+        cpu_num: ``--cpu-num`` (None: the number of cores).
+        gpu_ids: the GPU ids the local worker offers (:func:`resolve`).
+        gpu_cluster: ``--gpu_cluster`` was given.
+
+    Returns:
+        ``(slots, note)``: the ``cpu_num`` to give the worker (None: the number of cores), and a note for the
+        user when ``--cpu-num`` was given but is ignored (else None).
+    """
+    if not gpu_cluster or not gpu_ids:
+        return cpu_num, None
+    note = None
+    if cpu_num is not None and cpu_num != len(gpu_ids):
+        note = (f"--cpu_num {cpu_num} is ignored with --gpu_cluster: the local worker runs one job per GPU "
+                f"({len(gpu_ids)}), as PARL's does; for CPU actors beside GPU ones, start without --gpu_cluster")
+    return len(gpu_ids), note

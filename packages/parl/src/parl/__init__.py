@@ -7,6 +7,7 @@ deep-learning framework):
 - ``parl.algorithms``                                      -> ``parl_algorithms``
 - ``parl.utils``, ``parl.env``                             -> ``parl_core.utils``, ``parl_core.env``
 - ``parl.remote_class``, ``parl.connect``, ``parl.disconnect`` -> ``parl_remote``
+- ``parl.remote`` (``.client``, ``.exceptions``, ``.remote_decorator``) -> PARL 2.x's paths into ``parl_remote``
 - ``parl.evokit``                                          -> ``evokit``
 """
 
@@ -27,6 +28,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "algorithms": ("parl.algorithms", None),
     "utils": ("parl.utils", None),
     "env": ("parl.env", None),
+    "remote": ("parl.remote", None),
     "remote_class": ("parl_remote", "remote_class"),
     "connect": ("parl_remote", "connect"),
     "disconnect": ("parl_remote", "disconnect"),

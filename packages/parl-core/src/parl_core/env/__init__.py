@@ -1,7 +1,8 @@
 """Environment helpers, under PARL's module paths.
 
 - :class:`CompatWrapper` (``compat_wrappers``): a gymnasium env presented through the old gym API, as
-  PARL code expects (``reset() -> obs``, 4-tuple ``step``, ``seed()``, ``_max_episode_steps``).
+  PARL code expects (``reset() -> obs``, 4-tuple ``step``, ``seed()``, ``_max_episode_steps``); PARL's
+  :func:`is_gym_version_ge`, :data:`V_GYM_CHANGED` and :data:`V_NPRANDOM_CHANGED` beside it.
 - :class:`OldGymToGymnasiumWrapper` (``gymnasium_wrappers``): the reverse, an old gym-style env
   presented as a gymnasium env, keeping ``truncated`` apart from ``terminated``.
 - :class:`ActionMappingWrapper` (``continuous_wrappers``), :func:`wrap_rms` (``mujoco_wrappers``),
@@ -33,7 +34,10 @@ _HOMES = {
     "MultiAgentEnv": "multiagent",
     "MultiAgentVectorEnv": "multiagent",
     "OldGymToGymnasiumWrapper": "gymnasium_wrappers",
+    "V_GYM_CHANGED": "compat_wrappers",
+    "V_NPRANDOM_CHANGED": "compat_wrappers",
     "VectorEnv": "vector_env",
+    "is_gym_version_ge": "compat_wrappers",
     "is_minatar": "minatar_wrappers",
     "make_minatar": "minatar_wrappers",
     "make_multiagent_env": "multiagent",

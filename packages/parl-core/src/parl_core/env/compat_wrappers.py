@@ -17,9 +17,56 @@ The reverse direction (an old env presented as a gymnasium env, keeping ``trunca
 
 from __future__ import annotations
 
+import copy
+import importlib
+import numbers
+import re
 from typing import Any
 
-__all__ = ["CompatWrapper", "Wrapper"]
+__all__ = ["V_GYM_CHANGED", "V_NPRANDOM_CHANGED", "CompatWrapper", "Wrapper", "is_gym_version_ge"]
+
+#: the gym version that changed ``seed()``, ``reset()`` and ``step()`` (PARL's constant)
+V_GYM_CHANGED = "0.26.0"
+#: the gym version that changed ``env.np_random`` from ``.randint()`` to ``.integers()`` (PARL's constant)
+V_NPRANDOM_CHANGED = "0.22.0"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"0.26.2"`` -> ``(0, 26, 2)``; a component's leading digits only (``"1.0.0a1"`` -> ``(1, 0, 0)``)."""
+    parts = []
+    for piece in version.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def is_gym_version_ge(compare_version: str) -> bool:
+    """Whether the installed gym is at least ``compare_version`` (PARL's ``is_gym_version_ge``).
+
+    PARL's examples branch on it between the old gym API and the new one (``reset() -> (obs, info)``,
+    5-tuple ``step``, ``render_mode=`` at ``make``). The version asked is that of the module ``gym`` when one
+    is importable (real gym, or a gym-compatible shim), else that of gymnasium, the maintained successor of
+    gym that this project uses: gymnasium's versions (1.x) all speak the new API, so every comparison with a
+    gym 0.x version is true, as it is with gym >= 0.26.
+
+    Args:
+        compare_version: a release such as ``"0.26.0"`` (:data:`V_GYM_CHANGED`).
+
+    Returns:
+        True when the installed version is greater than or equal to ``compare_version``, compared release
+        component by component (``0.26.2 >= 0.26``; PARL's own comparison raised IndexError when the two had
+        different numbers of components).
+
+    Raises:
+        ImportError: neither gym nor gymnasium is installed.
+    """
+    try:
+        gym = importlib.import_module("gym")
+    except ImportError:
+        gym = importlib.import_module("gymnasium")
+    return _release(gym.__version__) >= _release(compare_version)
 
 
 def _max_episode_steps_of(env: Any) -> int | None:
@@ -90,6 +137,9 @@ class CompatWrapper(Wrapper):
       first reset after ``seed()`` is seeded and later episodes continue the env's random stream.
     - ``_max_episode_steps``: the env's step limit (``env.spec.max_episode_steps``); ``done`` is also
       forced at that step, as PARL's wrapper does.
+    - ``action_space.n`` of a discrete action space is a Python ``int``, as in gym < 0.26 (gymnasium stores a
+      ``np.int64``, which PARL's examples reject: ``assert isinstance(act_dim, int)`` in ``examples/DQN``); the
+      wrapper holds a copy of the env's space with that one change.
 
     The API of the wrapped env is detected from what ``reset`` / ``step`` return, so an old-API env
     passes through unchanged.
@@ -103,6 +153,12 @@ class CompatWrapper(Wrapper):
         limit = _max_episode_steps_of(env)
         if limit is not None:
             self._max_episode_steps = limit
+        space = getattr(env, "action_space", None)
+        n = getattr(space, "n", None)
+        if isinstance(n, numbers.Integral) and type(n) is not int:  # np.int64 (gymnasium's Discrete)
+            space = copy.copy(space)
+            space.n = int(n)
+            self.action_space = space
         self._pending_seed: int | None = None
         self._has_old_seed = callable(getattr(env, "seed", None))
         self.count_ep_step = 0
@@ -128,11 +184,14 @@ class CompatWrapper(Wrapper):
         Returns:
             ``[seed]``, as gym's ``Env.seed`` did.
         """
+        own_space = self.__dict__.get("action_space")  # the copy with an int ``n`` (see the class docstring)
         if self._has_old_seed:
             result = self.env.seed(seed)
+            if seed is not None and own_space is not None:
+                own_space.seed(seed)
             return list(result) if isinstance(result, (list, tuple)) else [seed]
         self._pending_seed = seed
-        action_space = getattr(self.env, "action_space", None)
+        action_space = getattr(self, "action_space", None)
         if seed is not None and callable(getattr(action_space, "seed", None)):
             action_space.seed(seed)
         return [seed]

@@ -118,6 +118,13 @@ class Client:
             raise VersionMismatchError(body.get("message", str(body)))
         self.monitor_port = body.get("monitor_port") if isinstance(body, dict) else None
 
+    @property
+    def actor_num(self) -> int:
+        """How many of this client's actors are alive now (PARL's ``Client.actor_num``): an actor that died
+        (killed, over ``max_memory``, its worker lost) or was deleted no longer counts. PARL's programs poll it
+        to replace lost actors."""
+        return sum(1 for a in list(self.actors) if a.dead is None and not a.closed)
+
     def logs_url(self) -> str | None:
         """The monitor page of this client's actors and their logs (PARL prints one at ``connect``), or None
         when the cluster runs no monitor."""

@@ -41,7 +41,8 @@ class Worker(JobPool):
         host: the address jobs bind and advertise to clients (loopback by default).
         token: the cluster token.
         gpus: the GPU ids it offers to ``n_gpu`` actors (see ``parl_remote.gpus``); each granted actor also
-            takes one of the ``cpu_num`` job slots.
+            takes one of the ``cpu_num`` job slots (``xparl start --gpu_cluster`` sets ``cpu_num`` to the number
+            of GPUs, PARL's rule: ``parl_remote.gpus.local_job_slots``).
     """
 
     def __init__(self, master_address: str, cpu_num: int | None, host: str, token: str,

@@ -1,0 +1,67 @@
+"""``xparl start --gpu_cluster`` follows PARL's rule: the local worker runs one job per GPU and ignores
+``--cpu_num`` (PARL 2.2.1's ``scripts.py`` sets the CPU count to 0 in a GPU cluster). Fake GPU ids, as in
+``test_gpus.py``: ``--gpu 0,1`` is accepted on a machine without GPUs, with a warning."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+from click.testing import CliRunner
+from conftest import wait_until
+
+import parl_remote as xparl
+from parl_remote import gpus
+from parl_remote.cli import main
+from parl_remote.cluster_client import ClusterClient
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@xparl.remote_class(n_gpu=1)
+class OneGpu:
+    def visible(self):
+        return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_local_job_slots_rule():
+    assert gpus.local_job_slots(1, ["0", "1"], gpu_cluster=True)[0] == 2
+    slots, note = gpus.local_job_slots(None, ["0", "1", "2"], gpu_cluster=True)
+    assert (slots, note) == (3, None)
+    assert "--cpu_num 1 is ignored with --gpu_cluster" in gpus.local_job_slots(1, ["0", "1"], True)[1]
+    # mixed clusters (no flag) and GPU clusters without GPUs keep --cpu-num
+    assert gpus.local_job_slots(1, ["0", "1"], gpu_cluster=False) == (1, None)
+    assert gpus.local_job_slots(4, [], gpu_cluster=True) == (4, None)
+    assert gpus.local_job_slots(None, [], gpu_cluster=False) == (None, None)
+
+
+def test_gpu_cluster_runs_one_actor_per_gpu_whatever_cpu_num(xparl_home, monkeypatch):
+    monkeypatch.setattr(gpus, "_nvml_count", lambda: None)  # the fake ids, also on a machine with GPUs
+    runner = CliRunner()
+    port = _free_port()
+    result = runner.invoke(main, ["start", "--port", str(port), "--gpu_cluster", "--gpu", "0,1", "--cpu_num", "1",
+                                  "--no-monitor"])  # fmt: skip
+    try:
+        assert result.exit_code == 0, result.output
+        assert "--cpu_num 1 is ignored with --gpu_cluster" in result.stderr
+        address = f"127.0.0.1:{port}"
+        token = (xparl_home / "clusters" / str(port) / "token").read_text().strip()
+        status = ClusterClient(address, token=token, timeout_s=3.0)
+        try:
+            wait_until(lambda: status.status()["cpus"]["total"] == 2, 20.0, message="two job slots")
+            xparl.connect(address, token=token)
+            a, b = OneGpu(), OneGpu()  # with one job slot per CPU the second would wait for a slot
+            assert sorted([a.visible(), b.visible()]) == ["0", "1"]
+            assert status.status()["gpus"] == {"total": 2, "used": 2, "vacant": 0}
+        finally:
+            xparl.disconnect()
+            status.close()
+    finally:
+        runner.invoke(main, ["stop", "--port", str(port)])
