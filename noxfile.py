@@ -60,7 +60,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-remote": ("numpy>=1.24",),
     "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
-    "parl": (),
+    # paddle too: PARL 2.2.1's paddle algorithm modules are in the names test (test_parl221_names.py); with both
+    # frameworks installed PARL's default is paddle, so this session selects torch (PARL_BACKEND) as its tests expect
+    "parl": ("paddlepaddle>=3.0",),
 }
 # The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
 # selenium for the browser test (docs/tests).
@@ -117,8 +119,8 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "parl-monitor":
         # The browser tests drive Debian's chromium (no browser download works here); idempotent.
         session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
-    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *session.posargs,
-                env={"PYTHONHASHSEED": "0"})
+    env = {"PYTHONHASHSEED": "0", **({"PARL_BACKEND": "torch"} if package == "parl" else {})}
+    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *session.posargs, env=env)
 
 
 @nox.session
