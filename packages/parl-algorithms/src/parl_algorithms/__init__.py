@@ -7,7 +7,8 @@
 
 Algorithms: ``PolicyGradient`` (REINFORCE), ``DQN``, ``DDQN``, ``A2C``, ``A3C``, ``IMPALA``, ``PPO``,
 ``DDPG``, ``TD3``, ``SAC``, ``CQL``, ``OAC``, ``IQL``, ``DecisionTransformer``; multi-agent: ``MADDPG``,
-``QMIX``, ``MAPPO`` (and its ``PopArt``), ``COMA``.
+``QMIX``, ``MAPPO`` (and its ``PopArt``), ``COMA``;
+meta-learning (torch): ``MAML`` (with the MAML++ options) and its sine-task sampler ``parl_algorithms.sine_tasks``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _ALGORITHMS: dict[str, str] = {
     "QMIX": "qmix",
     "MAPPO": "mappo",
     "PopArt": "mappo",
+    "MAML": "maml",
 }
 
 __all__ = sorted(_ALGORITHMS) + ["__version__"]
@@ -61,13 +63,17 @@ def load_algorithm(backend: str, name: str) -> Any:
         impl = importlib.import_module(f"parl_algorithms.{backend}.{module}")
     except ModuleNotFoundError as err:
         if err.name == _FRAMEWORK[backend]:
-            raise ImportError(f"parl_algorithms.{backend}.{name} runs on {backend}, which is not installed; install "
-                              f"it with `pip install 'parl-algorithms[{backend}]'`") from err
+            raise ImportError(
+                f"parl_algorithms.{backend}.{name} runs on {backend}, which is not installed; install "
+                f"it with `pip install 'parl-algorithms[{backend}]'`"
+            ) from err
         if err.name != f"parl_algorithms.{backend}.{module}":
             raise
         other = "paddle" if backend == "torch" else "torch"
-        raise ImportError(f"{name} has no {backend} implementation in this release; use "
-                          f"parl_algorithms.{other}.{name} (or `export PARL_BACKEND={other}`)") from err
+        raise ImportError(
+            f"{name} has no {backend} implementation in this release; use "
+            f"parl_algorithms.{other}.{name} (or `export PARL_BACKEND={other}`)"
+        ) from err
     return getattr(impl, name)
 
 
