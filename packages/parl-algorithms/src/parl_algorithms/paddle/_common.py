@@ -187,8 +187,9 @@ def _fast_adam_eligible(optimizer: paddle.optimizer.Optimizer) -> bool:
             and (clip is None or type(clip) is paddle.nn.ClipGradByNorm
                  or (type(clip) is paddle.nn.ClipGradByGlobalNorm and not clip.auto_skip_clip
                      and clip.group_name == "default_group"))
-            and all(p.dtype == paddle.float32 and getattr(p, "need_clip", True) and p.regularizer is None
-                    and (p.optimize_attr or {}).get("learning_rate", 1.0) == 1.0
+            and all(p.dtype == paddle.float32 and getattr(p, "need_clip", True)
+                    and getattr(p, "regularizer", None) is None
+                    and (getattr(p, "optimize_attr", None) or {}).get("learning_rate", 1.0) == 1.0
                     and not p.is_dist() for p in params))
 
 
