@@ -176,12 +176,13 @@ _ADAM_KEYS = ("_moment1_acc_str", "_moment2_acc_str", "_beta1_pow_acc_str", "_be
 
 
 def _fast_adam_eligible(optimizer: paddle.optimizer.Optimizer) -> bool:
-    """Whether :func:`fast_adam_step` reproduces ``optimizer.step()`` exactly (checked once per optimizer)."""
+    """Whether :func:`fast_adam_step` reproduces ``optimizer.step()`` exactly (checked once per optimizer); the
+    ``adam_`` kernel signature it calls is paddle 3's (``_amsgrad`` exists), paddle 2.6 takes ``optimizer.step()``."""
     params = optimizer._parameter_list
     clip = optimizer._grad_clip
     return (type(optimizer) is paddle.optimizer.Adam and isinstance(optimizer._learning_rate, float)
             and bool(params) and not isinstance(params[0], dict) and not optimizer._use_multi_tensor
-            and not optimizer._amsgrad and not optimizer._multi_precision and not optimizer._lazy_mode
+            and getattr(optimizer, "_amsgrad", None) is False and not optimizer._multi_precision and not optimizer._lazy_mode
             and optimizer.regularization is None
             and not isinstance(optimizer._beta1, paddle.Tensor) and not isinstance(optimizer._beta2, paddle.Tensor)
             and (clip is None or type(clip) is paddle.nn.ClipGradByNorm
