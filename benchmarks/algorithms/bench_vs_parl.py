@@ -124,21 +124,39 @@ def _build(algo, parl, paddle, rng):
         act_batch = np.tanh(rng.normal(size=(b, act_dim))).astype(np.float32)
         args = (obs, act_batch, col, obs[::-1].copy(), done)
         if algo == "ddpg":
-            alg = parl.algorithms.DDPG(actor_critic(obs_dim, act_dim), gamma=0.99, tau=0.005, actor_lr=3e-4,
-                                       critic_lr=3e-4)
+            alg = parl.algorithms.DDPG(
+                actor_critic(obs_dim, act_dim), gamma=0.99, tau=0.005, actor_lr=3e-4, critic_lr=3e-4
+            )
         elif algo == "td3":
-            alg = parl.algorithms.TD3(actor_critic(obs_dim, act_dim, twin=True), gamma=0.99, tau=0.005,
-                                      actor_lr=3e-4, critic_lr=3e-4, policy_noise=0.2, noise_clip=0.5,
-                                      policy_freq=2)
+            alg = parl.algorithms.TD3(
+                actor_critic(obs_dim, act_dim, twin=True),
+                gamma=0.99,
+                tau=0.005,
+                actor_lr=3e-4,
+                critic_lr=3e-4,
+                policy_noise=0.2,
+                noise_clip=0.5,
+                policy_freq=2,
+            )
         else:
-            alg = parl.algorithms.SAC(actor_critic(obs_dim, act_dim, twin=True, gaussian=True), gamma=0.99,
-                                      tau=0.005, alpha=0.2, actor_lr=3e-4, critic_lr=3e-4)
+            alg = parl.algorithms.SAC(
+                actor_critic(obs_dim, act_dim, twin=True, gaussian=True),
+                gamma=0.99,
+                tau=0.005,
+                alpha=0.2,
+                actor_lr=3e-4,
+                critic_lr=3e-4,
+            )
 
         def act():  # the examples' agent.sample for continuous control
-            out = alg.sample(paddle.to_tensor(one_obs[None])) if algo == "sac" else alg.predict(
-                paddle.to_tensor(one_obs[None]))
+            out = (
+                alg.sample(paddle.to_tensor(one_obs[None]))
+                if algo == "sac"
+                else alg.predict(paddle.to_tensor(one_obs[None]))
+            )
             out = out[0] if isinstance(out, (tuple, list)) else out
             return out.numpy()[0]
+
     return alg, args, act
 
 
@@ -172,13 +190,35 @@ def worker(algos, updates, steps, passes):
             act()
         learn_ms = _time_ms(lambda: alg.learn(*tensors), updates, passes)  # noqa: B023
         act_ms = _time_ms(act, steps, passes)
-        print(json.dumps({"algo": algo, "learn_ms": learn_ms, "act_ms": act_ms, "paddle": paddle.__version__,
-                          "parl": getattr(parl, "__version__", "?"), "parl_file": parl.__file__}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "algo": algo,
+                    "learn_ms": learn_ms,
+                    "act_ms": act_ms,
+                    "paddle": paddle.__version__,
+                    "parl": getattr(parl, "__version__", "?"),
+                    "parl_file": parl.__file__,
+                }
+            ),
+            flush=True,
+        )
 
 
 def _run(python, env, algos, args):
-    cmd = [python, __file__, "--worker", "--algos", *algos, "--updates", str(args.updates), "--steps",
-           str(args.steps), "--passes", str(args.passes)]
+    cmd = [
+        python,
+        __file__,
+        "--worker",
+        "--algos",
+        *algos,
+        "--updates",
+        str(args.updates),
+        "--steps",
+        str(args.steps),
+        "--passes",
+        str(args.passes),
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{python} worker failed:\n{out.stderr[-3000:]}")
@@ -203,10 +243,13 @@ def main() -> None:
         parser.error("--parl-python is required (the venv of benchmarks/requirements-parl221.txt)")
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     base["PARL_BACKEND"] = "paddle"
-    ours_path = os.pathsep.join(str(ROOT / "packages" / p / "src") for p in ("parl-core", "parl-algorithms",
-                                                                              "parl-remote", "parl"))
-    sides = {"ours": (args.ours_python, {**base, "PYTHONPATH": ours_path}),
-             "parl": (args.parl_python, {**base, "PYTHONPATH": ""})}
+    ours_path = os.pathsep.join(
+        str(ROOT / "packages" / p / "src") for p in ("parl-core", "parl-algorithms", "parl-remote", "parl")
+    )
+    sides = {
+        "ours": (args.ours_python, {**base, "PYTHONPATH": ours_path}),
+        "parl": (args.parl_python, {**base, "PYTHONPATH": ""}),
+    }
     best: dict[tuple[str, str], dict] = {}
     for _ in range(args.rounds):
         for side, (python, env) in sides.items():
@@ -217,14 +260,18 @@ def main() -> None:
                 else:
                     for k in ("learn_ms", "act_ms"):
                         best[key][k] = min(best[key][k], row[k])
-    print(f"ours: paddle {best['ours', args.algos[0]]['paddle']}; PARL {best['parl', args.algos[0]]['parl']} "
-          f"(pip parl==2.2.1): paddle {best['parl', args.algos[0]]['paddle']}; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"ours: paddle {best['ours', args.algos[0]]['paddle']}; PARL {best['parl', args.algos[0]]['parl']} "
+        f"(pip parl==2.2.1): paddle {best['parl', args.algos[0]]['paddle']}; load average {os.getloadavg()[0]:.1f}"
+    )
     print("| algo | ms per update, ours / PARL | ratio PARL / ours | ms per acting step, ours / PARL | ratio |")
     print("|---|---|---|---|---|")
     for algo in args.algos:
         o, p = best["ours", algo], best["parl", algo]
-        print(f"| {algo} | {o['learn_ms']:.3f} / {p['learn_ms']:.3f} | {p['learn_ms'] / o['learn_ms']:.2f}x | "
-              f"{o['act_ms']:.3f} / {p['act_ms']:.3f} | {p['act_ms'] / o['act_ms']:.2f}x |")
+        print(
+            f"| {algo} | {o['learn_ms']:.3f} / {p['learn_ms']:.3f} | {p['learn_ms'] / o['learn_ms']:.2f}x | "
+            f"{o['act_ms']:.3f} / {p['act_ms']:.3f} | {p['act_ms'] / o['act_ms']:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -182,7 +182,8 @@ def _fast_adam_eligible(optimizer: paddle.optimizer.Optimizer) -> bool:
     clip = optimizer._grad_clip
     return (type(optimizer) is paddle.optimizer.Adam and isinstance(optimizer._learning_rate, float)
             and bool(params) and not isinstance(params[0], dict) and not optimizer._use_multi_tensor
-            and getattr(optimizer, "_amsgrad", None) is False and not optimizer._multi_precision and not optimizer._lazy_mode
+            and getattr(optimizer, "_amsgrad", None) is False and not optimizer._multi_precision
+            and not optimizer._lazy_mode
             and optimizer.regularization is None
             and not isinstance(optimizer._beta1, paddle.Tensor) and not isinstance(optimizer._beta2, paddle.Tensor)
             and (clip is None or type(clip) is paddle.nn.ClipGradByNorm
