@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 import paddle
+from paddle import _C_ops
 
 from parl_algorithms._validation import positive, unit_interval
 from parl_core.paddle.algorithm import optimizer_parameters
 
 __all__ = ["positive", "unit_interval", "as_float", "obs_batch", "column", "discrete_actions",
            "continuous_actions", "two_q", "flat_q", "adam", "set_lr", "readable_shape_errors",
-           "optimizer_parameters", "grad_norm", "step", "accepts_single_obs"]
+           "optimizer_parameters", "grad_norm", "step", "fast_adam_step", "accepts_single_obs"]
 
 
 def as_float(value: Any, name: str) -> paddle.Tensor:
@@ -78,8 +79,10 @@ def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> pa
     """
     tensor = _tensor(action)
     hint = "for a continuous (Box) action space use DDPG, TD3, SAC or PPO(continuous_action=True)"
-    if tensor.dtype in (paddle.float16, paddle.float32, paddle.float64) and \
-            not bool(paddle.equal_all(tensor, paddle.round(tensor))):
+    # one device -> host read of the actions, checked in numpy (three paddle reductions, each read back
+    # on its own, cost more than the update's Adam kernels on a small network)
+    values = tensor.numpy()
+    if values.dtype.kind == "f" and not np.array_equal(values, np.round(values)):
         raise ValueError(f"{algo} is for discrete action spaces: action must hold integer indices [B], got "
                          f"fractional values; {hint}")
     if tensor.ndim == 2 and tensor.shape[1] == 1:
@@ -87,11 +90,10 @@ def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> pa
     if tensor.ndim != 1 or tensor.shape[0] != batch:
         raise ValueError(f"{algo}: action must be discrete indices of shape [B] or [B, 1] with B={batch}, got "
                          f"{tuple(tensor.shape)}; {hint}")
-    tensor = tensor.astype("int64")
-    low, high = int(tensor.min()), int(tensor.max())
-    if low < 0 or high >= num_actions:
+    if values.size and (values.min() < 0 or values.max() >= num_actions):
         raise ValueError(f"{algo}: action indices must lie in [0, {num_actions}) (the model's output size), got "
-                         f"range [{low}, {high}]")
+                         f"range [{int(values.min())}, {int(values.max())}]")
+    tensor = tensor if tensor.dtype == paddle.int64 else tensor.astype("int64")
     return tensor
 
 
@@ -157,10 +159,93 @@ def grad_norm(optimizer: paddle.optimizer.Optimizer) -> paddle.Tensor:
 
 
 def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor) -> None:
-    """``clear_grad``, ``backward``, ``step``."""
+    """``clear_grad``, ``backward``, ``step``.
+
+    For the optimizers :func:`adam` builds (a plain ``paddle.optimizer.Adam`` with a float learning rate,
+    optionally ``ClipGradByGlobalNorm`` / ``ClipGradByNorm``) the step runs :func:`fast_adam_step`: the same
+    kernels on the same tensors as ``optimizer.step()`` (bit-identical results), without paddle's per-step
+    Python set-up. Anything else goes through ``optimizer.step()``.
+    """
     optimizer.clear_grad()
     loss.backward()
-    optimizer.step()
+    if not fast_adam_step(optimizer):
+        optimizer.step()
+
+
+_ADAM_KEYS = ("_moment1_acc_str", "_moment2_acc_str", "_beta1_pow_acc_str", "_beta2_pow_acc_str")
+
+
+def _fast_adam_eligible(optimizer: paddle.optimizer.Optimizer) -> bool:
+    """Whether :func:`fast_adam_step` reproduces ``optimizer.step()`` exactly (checked once per optimizer); the
+    ``adam_`` kernel signature it calls is paddle 3's (``_amsgrad`` exists), paddle 2.6 takes ``optimizer.step()``."""
+    params = optimizer._parameter_list
+    clip = optimizer._grad_clip
+    return (type(optimizer) is paddle.optimizer.Adam and isinstance(optimizer._learning_rate, float)
+            and bool(params) and not isinstance(params[0], dict) and not optimizer._use_multi_tensor
+            and getattr(optimizer, "_amsgrad", None) is False and not optimizer._multi_precision
+            and not optimizer._lazy_mode
+            and optimizer.regularization is None
+            and not isinstance(optimizer._beta1, paddle.Tensor) and not isinstance(optimizer._beta2, paddle.Tensor)
+            and (clip is None or type(clip) is paddle.nn.ClipGradByNorm
+                 or (type(clip) is paddle.nn.ClipGradByGlobalNorm and not clip.auto_skip_clip
+                     and clip.group_name == "default_group"))
+            and all(p.dtype == paddle.float32 and getattr(p, "need_clip", True)
+                    and getattr(p, "regularizer", None) is None
+                    and (getattr(p, "optimize_attr", None) or {}).get("learning_rate", 1.0) == 1.0
+                    and not p.is_dist() for p in params))
+
+
+def fast_adam_step(optimizer: paddle.optimizer.Optimizer) -> bool:
+    """One ``optimizer.step()`` of a plain Adam issued straight to paddle's kernels; ``False`` (nothing done)
+    where the optimizer is of another kind, or its state is not yet created (its first step).
+
+    ``paddle.optimizer.Adam.step`` spends most of a small network's update in Python (a program guard,
+    flag reads, a learning-rate tensor and an ``adam_`` call set up per parameter, the clip's own loop);
+    this function makes the same calls, in the same order on the same tensors: ``squared_l2_norm`` of every
+    gradient, their stacked sum, ``sqrt``, ``max_norm / max(norm, max_norm)`` and one multiply per gradient
+    (``ClipGradByGlobalNorm``), or ``clip_by_norm`` per gradient (``ClipGradByNorm``); then ``adam_`` per
+    parameter with the optimizer's own moments and beta powers, so its ``state_dict`` and later
+    ``optimizer.step()`` calls carry on unchanged.
+    """
+    eligible = optimizer.__dict__.get("_parl_fast_adam")
+    if eligible is None:
+        eligible = optimizer._parl_fast_adam = _fast_adam_eligible(optimizer)
+    if not eligible:
+        return False
+    accumulators = optimizer._accumulators
+    tables = [accumulators.get(getattr(optimizer, key)) for key in _ADAM_KEYS]
+    params, grads = [], []
+    for param in optimizer._parameter_list:
+        if param.stop_gradient:
+            continue
+        grad = param._grad_ivar()
+        if grad is None:
+            continue
+        if grad.is_selected_rows() or any(table is None or param.name not in table for table in tables):
+            return False
+        params.append(param)
+        grads.append(grad)
+    lr = optimizer._global_learning_rate()
+    if lr is None:
+        return False
+    if not params:
+        return True
+    clip = optimizer._grad_clip
+    with paddle.no_grad():
+        if type(clip) is paddle.nn.ClipGradByGlobalNorm:
+            norm = paddle.sqrt(paddle.stack([_C_ops.squared_l2_norm(g) for g in grads]).sum())
+            max_norm = paddle.full(shape=[1], dtype="float32", fill_value=clip.clip_norm)
+            scale = paddle.divide(x=max_norm, y=paddle.maximum(x=norm, y=max_norm))
+            grads = [paddle.multiply(g, scale) for g in grads]
+        elif clip is not None:
+            grads = [_C_ops.clip_by_norm(g, clip.clip_norm) for g in grads]
+        moment1, moment2, beta1_pow, beta2_pow = tables
+        beta1, beta2, eps = optimizer._beta1, optimizer._beta2, optimizer._epsilon
+        for param, grad in zip(params, grads, strict=True):
+            name = param.name
+            _C_ops.adam_(param, grad, lr, moment1[name], moment2[name], None, beta1_pow[name], beta2_pow[name],
+                         None, None, beta1, beta2, eps, False, 1000, False, False, False)
+    return True
 
 
 _SHAPE_ERROR_HINTS = ("shape", "dimension", "Dims", "mismatch", "must be equal")
