@@ -275,6 +275,7 @@ def monitor_times(address: str, token: str) -> dict:
         if response.status_code != 200:
             raise RuntimeError(f"monitor overview answered {response.status_code}")
         size = len(response.data)
+    app.extensions["parl_monitor"].close()  # its ClusterClient: a zmq context left to the garbage collector can hang
     return {"s3_monitor_overview_ms": round(1e3 * statistics.median(times), 1), "s3_monitor_overview_kib": size // 1024}
 
 

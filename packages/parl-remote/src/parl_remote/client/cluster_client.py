@@ -27,7 +27,10 @@ class ClusterClient:
         parse_address(address)
         self.address = address
         self.timeout_s = float(timeout_s)
-        self._ctx = zmq.Context()
+        # the process's shared zmq context: a private one that a caller forgets to close could be collected in a
+        # garbage cycle after its socket's weak reference is cleared, and its term() would then wait forever
+        self._ctx = zmq.Context.instance()
+        self._closed = False
         signer = protocol.Signer(resolve_token(address, token))
         self._conn = MasterConnection(self._ctx, address, signer, token_source(address, token))
 
@@ -98,9 +101,9 @@ class ClusterClient:
 
     def close(self) -> None:
         """Closes the connection. Idempotent."""
-        if not self._ctx.closed:
+        if not self._closed:
+            self._closed = True
             self._conn.close()
-            self._ctx.term()
 
     def __enter__(self) -> ClusterClient:
         return self
