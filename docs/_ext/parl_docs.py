@@ -158,8 +158,28 @@ def curve_runs() -> dict[str, list[pathlib.Path]]:
     return runs
 
 
+#: the columns a curve.csv is plotted by, the first pair it has: (x column, y column, x label, y label)
+CURVE_AXES = (
+    ("env_steps", "eval_return_mean", "env steps", "evaluation return (mean)"),
+    ("meta_updates", "test_mse", "meta-updates", "test MSE (new tasks)"),  # examples/maml
+)
+
+
+def curve_axes(header: list[str], path: pathlib.Path) -> tuple[str, str, str, str]:
+    """The entry of :data:`CURVE_AXES` whose columns ``header`` has.
+
+    Raises:
+        ValueError: none fits (add the example's columns to ``CURVE_AXES``).
+    """
+    for axes in CURVE_AXES:
+        if axes[0] in header and axes[1] in header:
+            return axes
+    raise ValueError(f"{path}: no pair of columns of CURVE_AXES in {header}; add this example's to CURVE_AXES")
+
+
 def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
-    """Plot each run of :func:`curve_runs` (``eval_return_mean`` against ``env_steps``) into ``out_dir``."""
+    """Plot each run of :func:`curve_runs` (by :data:`CURVE_AXES`, e.g. ``eval_return_mean`` against
+    ``env_steps``) into ``out_dir``."""
     import csv as csv_module
 
     import matplotlib
@@ -173,12 +193,13 @@ def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
         for csv_path in files:
             with csv_path.open(newline="", encoding="utf-8") as f:
-                rows = list(csv_module.DictReader(f))
-            steps = [float(r["env_steps"]) for r in rows]
-            returns = [float(r["eval_return_mean"]) for r in rows]
-            ax.plot(steps, returns, marker=".", label=csv_path.parent.name)
-        ax.set_xlabel("env steps")
-        ax.set_ylabel("evaluation return (mean)")
+                reader = csv_module.DictReader(f)
+                rows = list(reader)
+                x_key, y_key, x_label, y_label = curve_axes(list(reader.fieldnames or []), csv_path)
+            ax.plot([float(r[x_key]) for r in rows], [float(r[y_key]) for r in rows], marker=".",
+                    label=csv_path.parent.name)  # fmt: skip
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
         ax.set_title(f"{name}: {len(files)} seeds (examples/{name.split('-')[0]}/results)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
