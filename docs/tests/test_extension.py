@@ -47,11 +47,17 @@ def test_readme_sections_and_heading_shift():
 
 def test_learning_curves_are_plotted(tmp_path):
     runs = parl_docs.curve_runs()
-    assert {"coma-final", "qmix-lbf"} <= set(runs)
-    assert all(len(files) == 5 for files in runs.values())
+    assert {"coma-final", "qmix-lbf", "maml-maml", "maml-mamlpp"} <= set(runs)
+    assert all(len(files) >= 3 for files in runs.values())  # every result is given over seeds
     written = parl_docs.plot_curves(tmp_path)
     assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in runs)
     assert all(p.stat().st_size > 10_000 for p in written)
+
+
+def test_a_curve_csv_of_unknown_columns_is_named(tmp_path):
+    assert parl_docs.curve_axes(["meta_updates", "test_mse"], tmp_path)[:2] == ("meta_updates", "test_mse")
+    with pytest.raises(ValueError, match="add this example's to CURVE_AXES"):
+        parl_docs.curve_axes(["episode", "reward"], tmp_path / "curve.csv")
 
 
 def test_torch_module_init_doc_is_not_shown_as_ours():
