@@ -178,9 +178,11 @@ _ADAM_KEYS = ("_moment1_acc_str", "_moment2_acc_str", "_beta1_pow_acc_str", "_be
 def _fast_adam_eligible(optimizer: paddle.optimizer.Optimizer) -> bool:
     """Whether :func:`fast_adam_step` reproduces ``optimizer.step()`` exactly (checked once per optimizer); the
     ``adam_`` kernel signature it calls is paddle 3's (``_amsgrad`` exists), paddle 2.6 takes ``optimizer.step()``."""
+    if type(optimizer) is not paddle.optimizer.Adam:  # (any other optimizer, duck-typed ones too, steps itself)
+        return False
     params = optimizer._parameter_list
     clip = optimizer._grad_clip
-    return (type(optimizer) is paddle.optimizer.Adam and isinstance(optimizer._learning_rate, float)
+    return (isinstance(optimizer._learning_rate, float)
             and bool(params) and not isinstance(params[0], dict) and not optimizer._use_multi_tensor
             and getattr(optimizer, "_amsgrad", None) is False and not optimizer._multi_precision
             and not optimizer._lazy_mode
@@ -207,9 +209,13 @@ def fast_adam_step(optimizer: paddle.optimizer.Optimizer) -> bool:
     parameter with the optimizer's own moments and beta powers, so its ``state_dict`` and later
     ``optimizer.step()`` calls carry on unchanged.
     """
-    eligible = optimizer.__dict__.get("_parl_fast_adam")
+    eligible = getattr(optimizer, "__dict__", {}).get("_parl_fast_adam")
     if eligible is None:
-        eligible = optimizer._parl_fast_adam = _fast_adam_eligible(optimizer)
+        eligible = _fast_adam_eligible(optimizer)
+        try:
+            optimizer._parl_fast_adam = eligible
+        except AttributeError:  # (an optimizer object that takes no new attribute: checked again next time)
+            pass
     if not eligible:
         return False
     accumulators = optimizer._accumulators
