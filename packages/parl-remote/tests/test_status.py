@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(60)
 STATUS_KEYS = {"master", "cpus", "gpus", "workers", "clients", "actors"}
 MASTER_KEYS = {"address", "version", "pid", "started_at"}
 CPU_KEYS = {"total", "used", "vacant"}
-WORKER_KEYS = {"id", "host", "pid", "cpus_total", "cpus_used", "gpus", "gpus_used", "memory_total_mb",
+WORKER_KEYS = {"id", "host", "pid", "cpus_total", "cpus_used", "gpus", "gpus_used", "gpu_only", "memory_total_mb",
                "memory_used_mb", "load_avg", "last_seen_s_ago"}  # fmt: skip
 CLIENT_KEYS = {"id", "host", "pid", "script", "started_at", "actors"}
 ACTOR_KEYS = {"id", "class_name", "client_id", "worker_id", "host", "pid", "state", "created_at", "ended_at",
@@ -39,8 +39,8 @@ def test_status_has_exactly_the_contract_keys(connected, status_client):
     status = status_client.status()
     json.dumps(status)  # JSON-serialisable
     assert set(status) == STATUS_KEYS
-    assert MASTER_KEYS <= set(status["master"])  # plus "monitor_port"
-    assert set(status["master"]) - MASTER_KEYS <= {"monitor_port"}
+    assert MASTER_KEYS <= set(status["master"])  # plus "monitor_port", "gpu_cluster"
+    assert set(status["master"]) - MASTER_KEYS <= {"monitor_port", "gpu_cluster"}
     assert set(status["cpus"]) == CPU_KEYS
     assert set(status["gpus"]) == CPU_KEYS
     assert status["cpus"]["total"] == 3 and status["cpus"]["used"] == 1 and status["cpus"]["vacant"] == 2

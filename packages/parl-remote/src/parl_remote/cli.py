@@ -204,7 +204,8 @@ def start(
         token = old_token
     survivor = survivor if token is not None and token == old_token else None  # a new token refuses it
     local = cluster.LocalCluster(
-        cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir, gpus=gpus
+        cpu_num=cpu_num, host=host, port=port, token=token, monitor_port=monitor_port, log_dir=cdir, gpus=gpus,
+        gpu_cluster=bool(gpu_cluster and gpus),
     )
     try:
         local.start(start_worker=survivor is None)
@@ -248,7 +249,10 @@ def connect_cmd(
     address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None,
     debug: bool, log_server_port_range: str | None,
 ) -> None:
-    """Add a worker with this machine's CPUs (and GPUs) to a running cluster."""
+    """Add a worker with this machine's CPUs (and GPUs) to a running cluster.
+
+    To a GPU cluster (``xparl start --gpu_cluster``) a machine that offers GPUs adds a worker by PARL's rule: one job
+    per GPU, GPU actors only, ``--cpu_num`` ignored."""
     _apply_parl_log_options(debug, log_server_port_range)
     from parl_remote.client.master_link import parse_address, resolve_token, token_source
 
@@ -261,16 +265,24 @@ def connect_cmd(
     except (ValueError, RemoteError) as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        before = _wait_ready(address, token, None, timeout_s=5.0)["cpus"]["total"]
+        status = _wait_ready(address, token, None, timeout_s=5.0)
+        before = status["cpus"]["total"]
     except _Refused as exc:
         raise click.ClickException(f"{exc.message} (this worker's token came from {source})") from exc
     except click.ClickException as exc:
         raise click.ClickException(f"cannot reach the master at {address}: {exc.message}") from exc
+    gpu_cluster = bool(status.get("master", {}).get("gpu_cluster")) and bool(gpus)
+    if gpu_cluster:
+        from parl_remote.gpus import local_job_slots
+
+        cpu_num, slots_note = local_job_slots(cpu_num, gpus.split(","), True)
+        if slots_note:
+            click.echo(f"note: {slots_note}", err=True)
     cdir = config.cluster_dir(port)
     cmd = [sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--host", host]
     if cpu_num:
         cmd += ["--cpu-num", str(cpu_num)]
-    cmd += ["--gpu", gpus]
+    cmd += ["--gpu", gpus] + (["--gpu-only"] if gpu_cluster else [])
     with open(cdir / "worker-connect.log", "ab") as log:
         proc = subprocess.Popen(
             cmd,
@@ -283,8 +295,12 @@ def connect_cmd(
     (cdir / f"worker-{proc.pid}.pid").write_text(str(proc.pid))
     n = cpu_num or os.cpu_count() or 1
     _wait_ready(address, token, before + n, timeout_s=20.0)
-    click.echo(f"worker (pid {proc.pid}) added {n} CPUs" + (f" and GPUs {gpus}" if gpus else "")
-               + f" to the cluster at {address}")
+    if gpu_cluster:
+        click.echo(f"worker (pid {proc.pid}) added GPUs {gpus} (one job per GPU, GPU actors only) to the GPU cluster "
+                   f"at {address}")
+    else:
+        click.echo(f"worker (pid {proc.pid}) added {n} CPUs" + (f" and GPUs {gpus}" if gpus else "")
+                   + f" to the cluster at {address}")
 
 
 def _status_line(address: str, status: dict) -> str:

@@ -51,6 +51,8 @@ class LocalCluster:
         log_dir: where master.log / worker.log go (default ``<state dir>/logs``).
         gpus: GPU ids the worker offers (``"0,1"``; ``""`` none); None: the worker detects them
             (``parl_remote.gpus.detect``).
+        gpu_cluster: PARL's GPU cluster (``xparl start --gpu_cluster``): the master says so in its status and the
+            worker takes GPU actors only (give it one job slot per GPU: ``parl_remote.gpus.local_job_slots``).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class LocalCluster:
         monitor_port: int | None = None,
         log_dir: pathlib.Path | None = None,
         gpus: str | None = None,
+        gpu_cluster: bool = False,
     ) -> None:
         if cpu_num is not None and int(cpu_num) < 1:
             raise ValueError(f"cpu_num must be >= 1, got {cpu_num}")
@@ -74,6 +77,7 @@ class LocalCluster:
         self.monitor_port = monitor_port
         self.log_dir = log_dir or (config.state_dir() / "logs")
         self.gpus = gpus
+        self.gpu_cluster = gpu_cluster
         self.master: subprocess.Popen | None = None
         self.worker: subprocess.Popen | None = None
 
@@ -100,6 +104,8 @@ class LocalCluster:
             cmd += ["--monitor-port", str(self.monitor_port)]
         if self.parent_pid:
             cmd += ["--parent-pid", str(self.parent_pid)]
+        if self.gpu_cluster:
+            cmd += ["--gpu-cluster"]
         # Always a session of their own, embedded clusters too: a Ctrl-C in the terminal (or a notebook's
         # interrupt, which signals the kernel's process group) is meant for the client's current call, not
         # for the master, worker and actors (an embedded cluster still ends with its process: --parent-pid).
@@ -132,6 +138,8 @@ class LocalCluster:
             wcmd += ["--parent-pid", str(self.parent_pid)]
         if self.gpus is not None:
             wcmd += ["--gpu", self.gpus]
+        if self.gpu_cluster:
+            wcmd += ["--gpu-only"]
         with open(self.log_dir / f"worker-{tag}.log", "ab") as log:
             self.worker = subprocess.Popen(
                 wcmd, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

@@ -109,7 +109,9 @@ def local_job_slots(cpu_num: int | None, gpu_ids: list[str], gpu_cluster: bool) 
 
     PARL 2.2.1's ``xparl start --gpu_cluster`` sets the local worker's CPU count to 0 and gives it one job per
     GPU of ``--gpu`` (its ``scripts.py`` / ``start.py``), so ``--cpu_num`` does not limit how many GPU actors
-    run. Here every actor takes a job slot, so a GPU cluster's local worker gets ``len(gpu_ids)`` slots. Without
+    run. Here every actor takes a job slot, so a GPU cluster's local worker gets ``len(gpu_ids)`` slots (and takes
+    GPU actors only, as PARL's GPU cluster refuses CPU jobs; ``xparl connect --gpu`` to a GPU cluster follows the
+    same rule). Without
     ``--gpu_cluster`` (or when no GPU is offered) the worker is a mixed one: ``cpu_num`` slots, CPU and GPU
     actors alike.
 
@@ -127,5 +129,6 @@ def local_job_slots(cpu_num: int | None, gpu_ids: list[str], gpu_cluster: bool) 
     note = None
     if cpu_num is not None and cpu_num != len(gpu_ids):
         note = (f"--cpu_num {cpu_num} is ignored with --gpu_cluster: the local worker runs one job per GPU "
-                f"({len(gpu_ids)}), as PARL's does; for CPU actors beside GPU ones, start without --gpu_cluster")
+                f"({len(gpu_ids)}), as PARL's does; for CPU actors beside GPU ones, start without --gpu_cluster "
+                "(or add CPU workers: xparl connect without --gpu)")
     return len(gpu_ids), note

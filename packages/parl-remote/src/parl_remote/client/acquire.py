@@ -50,6 +50,13 @@ def acquire(client: Client, class_name: str, max_memory_mb: float | None, n_gpu:
                 f"many GPUs (GPUs per worker: {body.get('gpus_per_worker')}). Ask for fewer, or add a worker with "
                 f"enough: `xparl connect --address {client.address} --gpu 0,1,...` on a GPU machine"
             )
+        if kind is MsgType.NO_RESOURCE and body.get("kind") == "cpu_on_gpu_cluster":
+            raise ResourceError(
+                f"{class_name} is a CPU actor (n_gpu=0), but every worker of the cluster at {client.address} is a GPU "
+                "cluster's worker, which takes GPU actors only (PARL's rule for `xparl start --gpu_cluster`). Give the "
+                f"class GPUs (@parl.remote_class(n_gpu=1)), or add CPUs: `xparl connect --address {client.address} "
+                "--cpu_num N` on a machine without --gpu"
+            )
         if kind is not MsgType.NO_RESOURCE:
             raise RemoteError(f"unexpected answer from the master: {kind.name} {body!r}")
         starting = body["total"] == 0 or body["used"] + body.get("ready", body["vacant"]) < body["total"]

@@ -44,11 +44,11 @@ class ClusterClient:
                 vacant CPUs whose job process is up).
 
         Returns:
-            ``{"master": {address, version, pid, started_at, monitor_port}, "cpus": {total, used, vacant},
-            "workers": [{id, host, pid, cpus_total, cpus_used, memory_total_mb, memory_used_mb, load_avg,
-            last_seen_s_ago}], "clients": [{id, host, pid, script, started_at, actors}], "actors": [{id,
-            class_name, client_id, worker_id, host, pid, state, created_at, ended_at, death_cause,
-            last_error}]}``. Ended actors stay listed (the last ``DEAD_ACTORS_KEPT``).
+            ``{"master": {address, version, pid, started_at, monitor_port, gpu_cluster}, "cpus": {total, used,
+            vacant}, "workers": [{id, host, pid, cpus_total, cpus_used, gpus, gpus_used, gpu_only, memory_total_mb,
+            memory_used_mb, load_avg, last_seen_s_ago}], "clients": [{id, host, pid, script, started_at,
+            actors}], "actors": [{id, class_name, client_id, worker_id, host, pid, state, created_at, ended_at,
+            death_cause, last_error}]}``. Ended actors stay listed (the last ``DEAD_ACTORS_KEPT``).
 
         Raises:
             ClusterConnectionError: the master did not answer within ``timeout_s``.

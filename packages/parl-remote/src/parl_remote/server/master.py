@@ -42,9 +42,12 @@ class Master(Scheduling):
         port: TCP port; 0 picks a free one (see ``self.port``).
         token: the cluster token.
         monitor_port: stored for the monitor; reported in ``status()``.
+        gpu_cluster: started by ``xparl start --gpu_cluster`` (reported in ``status()``: ``xparl connect --gpu``
+            then adds a GPU-only worker, PARL's rule).
     """
 
-    def __init__(self, host: str, port: int, token: str, monitor_port: int | None = None) -> None:
+    def __init__(self, host: str, port: int, token: str, monitor_port: int | None = None,
+                 gpu_cluster: bool = False) -> None:
         self.signer = protocol.Signer(token)
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
@@ -57,6 +60,7 @@ class Master(Scheduling):
             self.port = self.sock.bind_to_random_port(f"tcp://{host}")
         self.host = host
         self.monitor_port = monitor_port
+        self.gpu_cluster = gpu_cluster
         self.started_at = time.time()
         self.workers: dict[str, WorkerInfo] = {}
         self.worker_by_identity: dict[bytes, WorkerInfo] = {}  # a heartbeat is known by its routing identity alone
@@ -125,6 +129,7 @@ class Master(Scheduling):
         info = WorkerInfo(wid, self.sender, body["host"], body["pid"], body["cpus_total"])
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         info.gpus = [str(g) for g in body.get("gpus", [])]
+        info.gpu_only = bool(body.get("gpu_only")) and bool(info.gpus)
         window = body.get("heartbeat_window_s")
         info.ack_interval_s = (0.3 * window) if isinstance(window, (int, float)) and window > 0 else self.ack_interval_s
         # jobs granted to an actor whose ASSIGN_JOB this worker never heard (it reconnected meanwhile): sent again
@@ -397,11 +402,17 @@ class Master(Scheduling):
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
         poll_ms = int(config.get("HEARTBEAT_INTERVAL_S") * 1000 / 2)
         next_expire = time.monotonic()
+        # One poller for the life of the loop, and a burst ended by ZMQ_EVENTS rather than by the zmq.Again of an
+        # empty non-blocking receive: a large idle cluster wakes this loop about once per heartbeat (2,000 times a
+        # second with 1,000 workers), and the two save about 5 us of each wakeup.
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        events, pollin = int(zmq.EVENTS), int(zmq.POLLIN)
         while self.running:
             try:
-                if self.sock.poll(poll_ms):
+                if poller.poll(poll_ms):
                     for _ in range(10000):  # a bounded burst, so that expiry runs under any load
-                        if not self._handle_one():
+                        if not self.sock.getsockopt(events) & pollin or not self._handle_one():
                             break
             except zmq.ZMQError:
                 if not self.running:
@@ -465,13 +476,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--monitor-port", type=int, default=None)
+    parser.add_argument("--gpu-cluster", action="store_true", help="a GPU cluster (xparl start --gpu_cluster)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
     log_format = "%(asctime)s master %(process)d %(levelname)s %(message)s"
     logging.basicConfig(level=config.log_level("INFO"), format=log_format)
     raise_fd_limit()
-    master = Master(args.host, args.port, token, args.monitor_port)
+    master = Master(args.host, args.port, token, args.monitor_port, gpu_cluster=args.gpu_cluster)
     print(f"XPARL_MASTER_PORT={master.port}", flush=True)
     if args.parent_pid:
         import threading

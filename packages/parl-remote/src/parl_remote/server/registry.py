@@ -23,6 +23,7 @@ class WorkerInfo:
     busy: set = field(default_factory=set)  # actor ids
     gpus: list = field(default_factory=list)  # the GPU ids it offers ("0", "1", ...)
     gpus_used: dict = field(default_factory=dict)  # actor id -> the GPU ids granted to it
+    gpu_only: bool = False  # its jobs take GPU actors only (a worker of `xparl start/connect` in a GPU cluster)
 
     def free_gpus(self) -> list[str]:
         """GPU ids no actor holds, in the worker's order."""
@@ -68,7 +69,8 @@ def status_snapshot(master: Any) -> dict:
               "death_cause", "last_error", "gpus")  # fmt: skip
     return {
         "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
-                   "started_at": master.started_at, "monitor_port": master.monitor_port},
+                   "started_at": master.started_at, "monitor_port": master.monitor_port,
+                   "gpu_cluster": master.gpu_cluster},
         "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
         "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
         "workers": [
@@ -76,6 +78,7 @@ def status_snapshot(master: Any) -> dict:
                 "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total,
                 "cpus_used": len(w.busy),
                 "gpus": list(w.gpus), "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids),
+                "gpu_only": w.gpu_only,
                 "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
                 "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
                 "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],
@@ -101,7 +104,8 @@ def status_summary(master: Any) -> dict:
         states[actor["state"]] = states.get(actor["state"], 0) + 1
     return {
         "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
-                   "started_at": master.started_at, "monitor_port": master.monitor_port},
+                   "started_at": master.started_at, "monitor_port": master.monitor_port,
+                   "gpu_cluster": master.gpu_cluster},
         "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"], "ready": cap["ready"]},
         "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
         "counts": {"workers": len(master.workers), "workers_unreachable": len(master.unreachable),

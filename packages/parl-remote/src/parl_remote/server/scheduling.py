@@ -15,16 +15,16 @@ from parl_remote.wire.protocol import Message, MsgType
 
 
 class VacancyIndex:
-    """The workers that have a vacant job, bucketed by ``(free GPUs, vacant jobs)``.
+    """The workers that have a vacant job, bucketed by ``(free GPUs, vacant jobs, GPU-only)``.
 
     ``update(worker)`` after any change of a worker's vacant jobs or GPUs (or ``remove`` when it leaves);
     ``pick(n_gpu)`` returns the worker the scheduling rule prefers in O(distinct keys), at most
-    (GPUs + 1) x (CPUs + 1) per kind of worker, whatever the number of workers.
+    (GPUs + 1) x (CPUs + 1) x 2 per kind of worker, whatever the number of workers.
     """
 
     def __init__(self) -> None:
-        self.buckets: dict[tuple[int, int], dict[str, Any]] = {}
-        self.key_of: dict[str, tuple[int, int]] = {}
+        self.buckets: dict[tuple[int, int, bool], dict[str, Any]] = {}
+        self.key_of: dict[str, tuple[int, int, bool]] = {}
 
     def remove(self, worker_id: str) -> None:
         key = self.key_of.pop(worker_id, None)
@@ -35,7 +35,7 @@ class VacancyIndex:
                 del self.buckets[key]
 
     def update(self, worker: Any) -> None:
-        key = (len(worker.free_gpus()) if worker.gpus else 0, len(worker.vacant))
+        key = (len(worker.free_gpus()) if worker.gpus else 0, len(worker.vacant), bool(worker.gpu_only))
         if self.key_of.get(worker.worker_id) == key:
             self.buckets[key][worker.worker_id] = worker  # (a re-registered worker is a new record)
             return
@@ -47,8 +47,9 @@ class VacancyIndex:
     def pick(self, n_gpu: int) -> Any | None:
         """The worker for an actor of ``n_gpu`` GPUs: one with that many free GPUs and a vacant job; a CPU actor
         prefers workers with no free GPU (so that GPUs keep a job slot beside them), then the most vacant jobs;
-        a GPU actor the most vacant jobs. None when no worker qualifies."""
-        keys = [k for k in self.buckets if k[0] >= n_gpu]
+        a GPU actor the most vacant jobs. A GPU-only worker takes GPU actors only. None when no worker
+        qualifies."""
+        keys = [k for k in self.buckets if k[0] >= n_gpu and (n_gpu or not k[2])]
         if not keys:
             return None
         best = max(keys, key=(lambda k: k[1]) if n_gpu else (lambda k: (-k[0], k[1])))
@@ -105,7 +106,8 @@ class Scheduling:
         worker = self.vacancy.pick(n_gpu)
         if worker is None:
             never = n_gpu > 0 and self.workers and all(len(w.gpus) < n_gpu for w in self.workers.values())
-            kind = "gpu_never" if never else ("gpu" if n_gpu else "cpu")
+            gpu_only = not n_gpu and self.workers and all(w.gpu_only for w in self.workers.values())
+            kind = "gpu_never" if never else "cpu_on_gpu_cluster" if gpu_only else ("gpu" if n_gpu else "cpu")
             self._reply(msg, {"kind": kind, **self.capacity()}, MsgType.NO_RESOURCE)
             return
         job_id, job = next(iter(worker.vacant.items()))

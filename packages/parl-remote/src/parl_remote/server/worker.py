@@ -43,13 +43,16 @@ class Worker(JobPool):
         gpus: the GPU ids it offers to ``n_gpu`` actors (see ``parl_remote.gpus``); each granted actor also
             takes one of the ``cpu_num`` job slots (``xparl start --gpu_cluster`` sets ``cpu_num`` to the number
             of GPUs, PARL's rule: ``parl_remote.gpus.local_job_slots``).
+        gpu_only: its jobs take GPU actors only (PARL's GPU cluster: ``xparl start --gpu_cluster``, or
+            ``xparl connect --gpu`` to such a cluster); ignored without GPUs.
     """
 
     def __init__(self, master_address: str, cpu_num: int | None, host: str, token: str,
-                 gpus: list[str] | None = None) -> None:
+                 gpus: list[str] | None = None, gpu_only: bool = False) -> None:
         self.master_address = master_address
         self.cpu_num = int(cpu_num or os.cpu_count() or 1)
         self.gpus = list(gpus or [])
+        self.gpu_only = bool(gpu_only and self.gpus)
         self.host = host
         self.token = token
         self.worker_id = "w-" + uuid.uuid4().hex[:10]
@@ -129,6 +132,7 @@ class Worker(JobPool):
             "pid": os.getpid(),
             "cpus_total": self.cpu_num,
             "gpus": self.gpus,
+            "gpu_only": self.gpu_only,
             "vacant_jobs": vacant,
             "busy_jobs": busy,
             "python": list(sys.version_info[:2]),
@@ -356,6 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
     parser.add_argument("--gpu", default=None, help="GPU ids offered, e.g. 0,1 ('' for none; default: detect)")
+    parser.add_argument("--gpu-only", action="store_true", help="take GPU actors only (a GPU cluster's worker)")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
     log_format = "%(asctime)s worker %(process)d %(levelname)s %(message)s"
@@ -366,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(exc))
     if warning:
         logger.warning("%s", warning)
-    worker = Worker(args.address, args.cpu_num, args.host, token, gpus=gpu_ids)
+    worker = Worker(args.address, args.cpu_num, args.host, token, gpus=gpu_ids, gpu_only=args.gpu_only)
     if args.parent_pid:
         _exit_with_parent(worker, args.parent_pid)
     worker.run()
