@@ -47,8 +47,8 @@ ROOT = DOCS.parent
 
 # The modules whose ``__all__`` is the public API, by package (the API reference has one page per package).
 PUBLIC_MODULES: dict[str, list[str]] = {
-    "parl_core": ["parl_core", "parl_core.utils", "parl_core.env"],
-    "parl_algorithms": ["parl_algorithms", "parl_algorithms.vtrace"],
+    "parl_core": ["parl_core", "parl_core.utils", "parl_core.env", "parl_core.paddle"],
+    "parl_algorithms": ["parl_algorithms", "parl_algorithms.vtrace", "parl_algorithms.paddle"],
     "parl_remote": ["parl_remote"],
     "parl_monitor": ["parl_monitor"],
     "evokit": ["evokit", "evokit.solvers", "evokit.optimizers", "evokit.noise", "evokit.models"],
