@@ -100,6 +100,8 @@ nox.options.reuse_existing_virtualenvs = False
 nox.options.sessions = ["lint", "tests", "integration", "wheels", "ray", "docs"]
 # Tests marked `ray` start a Ray cluster and need Ray: only the `ray` session runs them.
 NOT_RAY = ("-m", "not ray")
+# The slowest tests of each session in its log: where CI's time goes (the whole test command has a 45-minute budget).
+DURATIONS = ("--durations=10",)
 
 
 def _spec(folder: str) -> str:
@@ -145,14 +147,14 @@ def tests(session: nox.Session, package: str) -> None:
         # The browser tests drive Debian's chromium (no browser download works here); idempotent.
         session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
     env = {"PYTHONHASHSEED": "0", **({"PARL_BACKEND": "torch"} if package == "parl" else {})}
-    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *session.posargs, env=env)
+    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *DURATIONS, *session.posargs, env=env)
 
 
 @nox.session
 def integration(session: nox.Session) -> None:
     """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
     install_tree(session, list(PACKAGES), *TEST_DEPS, *INTEGRATION_DEPS)
-    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *session.posargs)
+    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *DURATIONS, *session.posargs)
 
 
 @nox.session
