@@ -238,3 +238,56 @@ def test_heartbeats_are_acknowledged_within_each_workers_own_window(xparl_home, 
     finally:
         group.close()
         master.stop()
+
+
+def test_master_reads_heartbeats_together_but_never_delays_a_request_burst():
+    """MASTER_COALESCE_S: after a burst of heartbeats alone the master's loop waits before it looks again (so that a
+    large idle cluster wakes it once per wait, not once per heartbeat); a burst with any other message (a grant, a
+    status request) is not followed by a wait. In-process master, signed messages from a DEALER socket."""
+    import zmq
+
+    from parl_remote.server.master import Master
+    from parl_remote.wire import protocol, serialization
+    from parl_remote.wire.protocol import MsgType
+
+    token = new_token()
+    master = Master("127.0.0.1", 0, token)
+    peer = master.ctx.socket(zmq.DEALER)
+    peer.setsockopt(zmq.LINGER, 0)
+    peer.connect(f"tcp://127.0.0.1:{master.port}")
+    poller = zmq.Poller()
+    poller.register(master.sock, zmq.POLLIN)
+    signer = protocol.Signer(token)
+
+    def send(msg_type, body, req_id):
+        peer.send_multipart(protocol.encode(signer, msg_type, req_id, serialization.dumps(body)))
+
+    def serve_until_handled(n_replies: int) -> list[bool]:
+        waited, replies = [], 0
+        deadline = time.monotonic() + 10.0
+        while replies < n_replies and time.monotonic() < deadline:
+            waited.append(master._serve(poller, 100, 0.002))
+            while peer.poll(0):
+                peer.recv_multipart()
+                replies += 1
+        assert replies == n_replies, f"the master answered {replies} of {n_replies} messages"
+        return waited
+
+    try:
+        # heartbeats of a worker the master does not know (it answers each with REREGISTER): heartbeats alone
+        for i in range(3):
+            send(MsgType.WORKER_HEARTBEAT, {"worker_id": f"w-{i}"}, 0)
+        waited = serve_until_handled(3)
+        assert waited and all(waited), waited
+        # a status request among heartbeats: that burst is served without the wait
+        send(MsgType.WORKER_HEARTBEAT, {"worker_id": "w-0"}, 0)
+        send(MsgType.STATUS, {"summary": True}, 7)
+        waited = serve_until_handled(2)
+        assert waited[-1] is False, waited
+        # and with MASTER_COALESCE_S = 0 nothing waits
+        send(MsgType.WORKER_HEARTBEAT, {"worker_id": "w-1"}, 0)
+        assert master._serve(poller, 1000, 0.0) is False
+    finally:
+        peer.close()
+        master.sock.close(linger=0)
+        master.ctx.term()
