@@ -19,12 +19,6 @@ DEFAULTS: dict[str, float] = {
     # the master reuses a built status snapshot (xparl status --json, the monitor) for at most this long while only
     # heartbeat metrics change; any change of workers, jobs, clients or actors rebuilds it at the next request
     "STATUS_CACHE_S": 1.0,
-    # after a burst of heartbeats and nothing else, the master waits this long before it looks for messages again,
-    # so that the next heartbeats are read together: a large idle cluster then wakes it (each wakeup costs more
-    # than reading a heartbeat) about 1/MASTER_COALESCE_S times a second instead of once per heartbeat. A request
-    # (an actor grant, a status) that arrives meanwhile waits at most this long; actor calls never pass the
-    # master. 0 turns it off.
-    "MASTER_COALESCE_S": 0.001,
     # client -> master heartbeats; a client silent for CLIENT_TIMEOUT_S (and LINK_GRACE_S) loses its actors.
     # Generous, because a client's main thread may hold the GIL inside one long C call; a client that dies is
     # detected much sooner by its jobs (their TCP connection closes).
