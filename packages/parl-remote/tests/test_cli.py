@@ -105,3 +105,17 @@ def test_real_subprocess_cli(xparl_home):
     assert stop.returncode == 0 and "stopped" in stop.stdout
     for pid in info["pids"].values():
         wait_until(lambda pid=pid: _gone(pid), message=f"pid {pid} to end")
+
+
+def test_connect_jobs_listen_on_the_address_that_routes_to_the_master():
+    """``xparl connect`` without ``--host``: the jobs of a worker on another machine must listen where that machine's
+    clients reach them, not on its loopback (docs/tests/test_cluster_page.py runs the two-machine case over a
+    network namespace)."""
+    from parl_remote.config import address_towards
+
+    assert address_towards("127.0.0.1", 8010) == "127.0.0.1"
+    assert address_towards("localhost", 8010) == "127.0.0.1"
+    assert address_towards("no-such-host.invalid", 8010) == "127.0.0.1"  # no route: loopback, as before
+    # the source address the kernel picks for another machine is one of this machine's own, not loopback
+    routed = address_towards("192.0.2.1", 8010)  # TEST-NET-1: routed by the default route, if there is one
+    assert routed == "127.0.0.1" or not routed.startswith("127.")

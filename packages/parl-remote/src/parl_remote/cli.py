@@ -242,14 +242,17 @@ def start(
 @click.option("--address", required=True, help="host:port of the cluster's master.")
 @_cpu_num_option("this worker")
 @_token_options("XPARL_TOKEN, else the token file of a cluster started on this machine")
-@_host_option("Address of this machine that clients can reach (jobs bind it).")
+@click.option("--host", default=None,
+              help="Address of this machine that clients can reach (jobs bind it)  [default: this machine's address "
+                   "on the route to the master: 127.0.0.1 for a master on this machine]")
 @_gpu_option("this worker")
 @_parl_log_options
 def connect_cmd(
-    address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str, gpu: str | None,
+    address: str, cpu_num: int | None, token: str | None, token_file: str | None, host: str | None, gpu: str | None,
     debug: bool, log_server_port_range: str | None,
 ) -> None:
-    """Add a worker with this machine's CPUs (and GPUs) to a running cluster.
+    """Add a worker with this machine's CPUs (and GPUs) to a running cluster (its jobs listen on ``--host``, by
+    default this machine's address on the route to the master, where the clients reach them).
 
     To a GPU cluster (``xparl start --gpu_cluster``) a machine that offers GPUs adds a worker by PARL's rule: one job
     per GPU, GPU actors only, ``--cpu_num`` ignored."""
@@ -259,7 +262,7 @@ def connect_cmd(
     gpus = _resolve_gpus(gpu)
     token, source = _cli_token(token, token_file)
     try:
-        _, port = parse_address(address)
+        master_host, port = parse_address(address)
         source = source or token_source(address, None)
         token = resolve_token(address, token)
     except (ValueError, RemoteError) as exc:
@@ -279,6 +282,7 @@ def connect_cmd(
         if slots_note:
             click.echo(f"note: {slots_note}", err=True)
     cdir = config.cluster_dir(port)
+    host = host or config.address_towards(master_host, port)
     cmd = [sys.executable, "-m", "parl_remote.server.worker", "--address", address, "--host", host]
     if cpu_num:
         cmd += ["--cpu-num", str(cpu_num)]

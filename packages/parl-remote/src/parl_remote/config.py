@@ -162,6 +162,21 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def address_towards(host: str, port: int) -> str:
+    """This machine's address on the route to ``host``: the source address the kernel picks to reach it (a UDP
+    socket's ``connect`` sends nothing). ``127.0.0.1`` for a master on loopback, the LAN address for one on another
+    machine; ``127.0.0.1`` too when no route is found (the name does not resolve, no network)."""
+    import socket
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((host, port))
+            return sock.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+
+
 def log_level(default: str) -> str:
     """The log level of the cluster's processes: ``DEBUG`` when ``XPARL_DEBUG`` is set (``xparl start --debug``,
     PARL's flag), else ``default`` (``"INFO"`` / ``"WARNING"``)."""
