@@ -29,6 +29,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx_click",
     "parl_docs",
+    "bench_plots",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
