@@ -3,6 +3,7 @@ train.py with 2 remote actors on an embedded cluster."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pathlib
@@ -31,7 +32,7 @@ def test_rules_wins_draws_and_illegal_moves():
     assert not b.is_winning_move(0)
     vertical = Board.from_moves("121212")
     assert vertical.is_winning_move(0) and not vertical.is_winning_move(1)
-    diagonal = Board.from_moves("12233434454")  # X builds the / diagonal 1,2,3,4 up to row 4 of column 4
+    diagonal = Board.from_moves("1223343447")  # X holds the / diagonal of columns 1-3 (1-based); 4 closes it
     assert diagonal.is_winning_move(3)
     full = Board.from_moves("1" * 6)
     assert full.legal() == [1, 2, 3, 4, 5, 6]
@@ -40,7 +41,7 @@ def test_rules_wins_draws_and_illegal_moves():
     with pytest.raises(ValueError, match="illegal move 7"):
         Board().play(7)
     with pytest.raises(ValueError, match="wins the game"):
-        Board.from_moves("1212121")  # X won with its 4th stone in column 1; a 7th move follows it
+        Board.from_moves("12121213")  # X won with its 4th stone in column 1; a move follows it
     b = Board.from_moves("4453")
     assert (Board.from_array(b.to_array()) == b) and b.mirror().mirror() == b
     assert b.mirror() == Board.from_moves("4435")
@@ -81,10 +82,7 @@ def minimax(b: Board) -> int:
 
 def test_solver_on_known_positions():
     s = Solver()
-    assert s.move_scores(Board.from_moves("121212"))[0] == (43 - 6) // 2  # a win with the next stone
-    block = s.move_scores(Board.from_moves("17273"))
-    assert perfect_and_good(block)[1] == [3]  # O must block; every other column loses
-    assert block[0] == -(43 - 6) // 2  # X then wins with its 4th stone (the 7th of the game)
+    assert s.solve(Board.from_moves("121212")) == (43 - 6) // 2  # a win with the next stone
     rng = np.random.default_rng(0)
     checked = 0
     while checked < 6:  # positions with 7 empty cells from random games: alpha-beta == plain minimax
@@ -95,7 +93,10 @@ def test_solver_on_known_positions():
                 break
             b = b.play(c)
         if b.moves == 35:
-            assert s.solve(b) == minimax(b)
+            scores = s.move_scores(b)
+            assert s.solve(b) == minimax(b) == max(x for x in scores if x is not None)
+            assert scores == [None if x is None else (43 - b.moves) // 2 if b.is_winning_move(x) else
+                              -minimax(b.play(x)) for x in [c if c in b.legal() else None for c in range(7)]]
             checked += 1
     perfect, good = perfect_and_good([3, None, -2, 3, 1, -5, 0])
     assert perfect == [0, 3] and good == [0, 3, 4]
@@ -157,30 +158,38 @@ def _run(tmp_path, *extra):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
         [sys.executable, str(EXAMPLE / "train.py"), "--logdir", str(tmp_path), "--no-progress", *extra],
-        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
     )  # fmt: skip
 
 
 def test_tiny_run_with_two_remote_actors_and_restore(tmp_path):
     pytest.importorskip("pyspiel", reason="pip install 'parl-algorithms[open_spiel]' (nox installs it)")
-    args = ["--actors", "2", "--iterations", "2", "--games-per-iteration", "4", "--simulations", "4",
-            "--eval-simulations", "4", "--channels", "8", "--blocks", "1", "--eval-every", "2", "--eval-games", "2",
-            "--final-eval-games", "2", "--bot-simulations", "4", "--test-positions", "4",
-            "--arena-games", "2"]  # fmt: skip
-    proc = _run(tmp_path, *args)
+    args = ["--actors", "2", "--games-per-iteration", "4", "--simulations", "4", "--eval-simulations", "4",
+            "--channels", "8", "--blocks", "1", "--eval-every", "1", "--eval-games", "2", "--final-eval-games", "0",
+            "--bot-simulations", "4", "--test-positions", "4", "--arena-games", "2"]  # fmt: skip
+    proc = _run(tmp_path, "--iterations", "1", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = (tmp_path / "curve.csv").read_text().splitlines()
+    assert rows[0].startswith("iteration,games,wall_s,cpu_s") and len(rows) == 2
+    proc = _run(tmp_path, "--iterations", "2", *args, "--restore", str(tmp_path / "checkpoint.pt"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["self_play_games"] == 8 and summary["actors"] == 2
-    assert summary["final_eval_games"] == 2 and 0 <= summary["final_win_rate_vs_mcts"] <= 1
-    rows = (tmp_path / "curve.csv").read_text().splitlines()
-    assert rows[0].startswith("iteration,games,wall_s,cpu_s") and len(rows) == 3
-    proc = _run(tmp_path, *args[:2], "--iterations", "3", *args[4:], "--restore", str(tmp_path / "checkpoint.pt"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads((tmp_path / "summary.json").read_text())["self_play_games"] == 12
+    assert 0 <= summary["final_perfect_move_rate"] <= 1 and summary["test_positions"] == 4
+    rows = list(csv.DictReader((tmp_path / "curve.csv").read_text().splitlines()))
+    assert [r["iteration"] for r in rows] == ["1", "2"] and all(r["eval_games"] == "2" for r in rows)
+    assert all(0 <= float(r["win_rate_vs_mcts"]) <= 1 for r in rows)
 
 
-def test_bad_flags_are_named(tmp_path):
-    proc = _run(tmp_path, "--actors", "0")
-    assert proc.returncode == 2 and "--actors must be >= 1" in proc.stderr
-    proc = _run(tmp_path, "--restore", str(tmp_path / "nope.pt"))
-    assert proc.returncode == 2 and "no such file" in proc.stderr
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--actors", "0"], "--actors must be >= 1"), (["--restore", "nope.pt"], "no such file"),
+     (["--eval-games", "-1"], "--eval-games must be >= 0")],
+)  # fmt: skip
+def test_bad_flags_are_named(monkeypatch, capsys, argv, message):
+    import train
+
+    monkeypatch.setattr(sys, "argv", ["train.py", *argv])
+    with pytest.raises(SystemExit) as exc:
+        train.main()
+    assert exc.value.code == 2 and message in capsys.readouterr().err

@@ -2,10 +2,11 @@
 
 Each round starts an embedded cluster (``parl.connect(cpu_num=N)``), creates N ``Actor`` objects of
 examples/alphazero/train.py, warms them up with one game each, then times one ``self_play`` call per actor
-(``--games`` games split over the actors, played in lock-step inside each actor) and reports games / wall second
-and the actors' CPU seconds (``time.process_time`` in each actor). Rounds alternate N = 1 and N = ``--actors``
-in separate processes; the ratio of the medians is printed. On a machine with fewer free cores than N the ratio
-is bounded by the free cores: read it with the load average printed before each round.
+(``--games`` games split over the actors, played in lock-step inside each actor) and reports games and plies
+per wall second and the actors' CPU seconds (``time.process_time`` in each actor). Rounds alternate N = 1 and
+N = ``--actors`` in separate processes; the ratios of the medians (games/s and plies/s) are printed. On a
+machine with fewer free cores than N the ratio is bounded by the free cores: read it with the load average
+printed before each round.
 
 Usage::
 
@@ -43,7 +44,8 @@ def measure(actors: int, games: int, simulations: int, channels: int, blocks: in
 
     torch.set_num_threads(1)
     os.environ.setdefault("XPARL_PRELOAD", "torch,numpy,parl_core.torch")
-    parl.connect(cpu_num=actors)
+    os.chdir(EXAMPLE)  # the actors import the example's modules: ship them at the top level of the job's folder
+    parl.connect(distributed_files=["*.py"], cpu_num=actors)
     net_cfg = dict(channels=channels, blocks=blocks)
     weights = PolicyValueNet(**net_cfg).get_weights()
     cfg = dict(simulations=simulations, c_puct=1.5, dirichlet_alpha=1.0, noise_fraction=0.25, temp_moves=10)
@@ -89,10 +91,12 @@ def main() -> None:
             row.update(round=r, loadavg_before=before)
             print(json.dumps(row), flush=True)
             results[n].append(row)
-    one = statistics.median(x["games_per_s"] for x in results[1])
-    many = statistics.median(x["games_per_s"] for x in results[args.actors])
-    print(f"self-play games/s (median of {args.rounds}): 1 actor {one:.3f}, {args.actors} actors {many:.3f}, "
-          f"speed-up x{many / one:.2f}; loadavg now {' '.join(loadavg())}")  # fmt: skip
+    for key in ("games_per_s", "plies_per_s"):  # games of an untrained network vary in length: plies/s too
+        one = statistics.median(x[key] for x in results[1])
+        many = statistics.median(x[key] for x in results[args.actors])
+        print(f"self-play {key} (median of {args.rounds}): 1 actor {one:.3f}, {args.actors} actors {many:.3f}, "
+              f"speed-up x{many / one:.2f}")  # fmt: skip
+    print(f"loadavg now {' '.join(loadavg())}")
 
 
 if __name__ == "__main__":
