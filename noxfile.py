@@ -76,9 +76,11 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 # selenium for the browser test (docs/tests).
 DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15",
              "paddlepaddle>=3.0")  # paddle: the API reference documents parl_core.paddle and parl_algorithms.paddle
-# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
-INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
-
+# What tests/ (PARL 2.x code run unchanged, the examples' tests) needs besides the packages, one per line.
+INTEGRATION_DEPS = (
+    "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari, for wrap_deepmind
+    "open-spiel>=2.0.2",  # the opponent of examples/alphazero (parl-algorithms[open_spiel])
+)
 
 
 def pip_find_links() -> str:

@@ -1,0 +1,195 @@
+"""examples/alphazero: Connect Four rules, the PUCT search, the solver, the OpenSpiel bridge, and a tiny run of
+train.py with 2 remote actors on an embedded cluster."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+EXAMPLE = HERE.parent / "examples" / "alphazero"
+sys.path.insert(0, str(EXAMPLE))
+
+from connect4 import Board, board_planes  # noqa: E402
+from mcts import search  # noqa: E402
+from solver import Solver, perfect_and_good  # noqa: E402
+
+
+def uniform(boards):
+    return np.full((len(boards), 7), 1 / 7, np.float32), np.zeros(len(boards), np.float32)
+
+
+def test_rules_wins_draws_and_illegal_moves():
+    b = Board.from_moves("445566")  # X: 4 5 6 on the bottom row (1-based), O on top of them
+    assert b.is_winning_move(6) and b.is_winning_move(2)  # the bottom row closes on either side
+    assert not b.is_winning_move(0)
+    vertical = Board.from_moves("121212")
+    assert vertical.is_winning_move(0) and not vertical.is_winning_move(1)
+    diagonal = Board.from_moves("1223343447")  # X holds the / diagonal of columns 1-3 (1-based); 4 closes it
+    assert diagonal.is_winning_move(3)
+    full = Board.from_moves("1" * 6)
+    assert full.legal() == [1, 2, 3, 4, 5, 6]
+    with pytest.raises(ValueError, match="illegal move 0"):
+        full.play(0)
+    with pytest.raises(ValueError, match="illegal move 7"):
+        Board().play(7)
+    with pytest.raises(ValueError, match="wins the game"):
+        Board.from_moves("12121213")  # X won with its 4th stone in column 1; a move follows it
+    b = Board.from_moves("4453")
+    assert (Board.from_array(b.to_array()) == b) and b.mirror().mirror() == b
+    assert b.mirror() == Board.from_moves("4435")
+    planes = board_planes([b])
+    assert planes.shape == (1, 2, 6, 7) and planes.dtype == np.float32
+    assert planes[0, 0, 5, 3] == 1 and planes[0, 1, 4, 3] == 1 and planes.sum() == 4  # X to move, row 0 at top
+
+
+def test_board_from_array_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"shape \[6, 7\]"):
+        Board.from_array(np.zeros((7, 6)))
+    floating = np.zeros((6, 7), int)
+    floating[0, 0] = -1
+    with pytest.raises(ValueError, match="floats"):
+        Board.from_array(floating)
+    with pytest.raises(ValueError, match="only \\+1"):
+        Board.from_array(np.full((6, 7), 2))
+
+
+def test_mcts_takes_a_win_and_blocks_a_loss():
+    win = Board.from_moves("121212")  # X to move: column 1 wins
+    assert search([win], [{}], uniform, 50).argmax() == 0
+    block = Board.from_moves("17273")  # O to move; X holds columns 1, 2, 3 (1-based) of the bottom row
+    counts = search([block], [{}], uniform, 200)
+    assert counts.argmax() == 3  # the only move that does not lose at once
+    with pytest.raises(ValueError, match="same length"):
+        search([win], [], uniform, 10)
+    with pytest.raises(ValueError, match="simulations must be >= 1"):
+        search([win], [{}], uniform, 0)
+
+
+def minimax(b: Board) -> int:
+    """Plain negamax without pruning or table: the reference for the solver's scores."""
+    if b.moves == 42:
+        return 0
+    return max((43 - b.moves) // 2 if b.is_winning_move(c) else -minimax(b.play(c)) for c in b.legal())
+
+
+def test_solver_on_known_positions():
+    s = Solver()
+    assert s.solve(Board.from_moves("121212")) == (43 - 6) // 2  # a win with the next stone
+    rng = np.random.default_rng(0)
+    checked = 0
+    while checked < 6:  # positions with 7 empty cells from random games: alpha-beta == plain minimax
+        b = Board()
+        while b.moves < 35:
+            c = int(rng.choice(b.legal()))
+            if b.is_winning_move(c):
+                break
+            b = b.play(c)
+        if b.moves == 35:
+            scores = s.move_scores(b)
+            assert s.solve(b) == minimax(b) == max(x for x in scores if x is not None)
+            assert scores == [None if x is None else (43 - b.moves) // 2 if b.is_winning_move(x) else
+                              -minimax(b.play(x)) for x in [c if c in b.legal() else None for c in range(7)]]
+            checked += 1
+    perfect, good = perfect_and_good([3, None, -2, 3, 1, -5, 0])
+    assert perfect == [0, 3] and good == [0, 3, 4]
+
+
+def test_test_set_is_labelled_by_the_solver():
+    data = json.loads((EXAMPLE / "perfect_moves.json").read_text())
+    assert data["meta"]["positions"] == len(data["positions"]) >= 100
+    s = Solver()
+    for pos in data["positions"][:5]:
+        b = Board.from_moves(pos["moves"])
+        assert s.move_scores(b) == pos["scores"]
+        assert 42 - b.moves <= data["meta"]["max_empty"]
+
+
+def test_open_spiel_bridge_plays_legal_moves():
+    pytest.importorskip("pyspiel", reason="pip install 'parl-algorithms[open_spiel]' (nox installs it)")
+    from connect4 import OpenSpielMCTS
+    from train import play_match
+
+    bot = OpenSpielMCTS(simulations=20, seed=0)
+    result = play_match([uniform, bot], 2, simulations=8, c_puct=1.5)  # raises on an illegal column
+    assert result.sum() == 2
+    state = bot.new_game()
+    with pytest.raises(ValueError, match="illegal"):
+        for _ in range(7):
+            OpenSpielMCTS.apply(state, 0)
+
+
+def test_missing_open_spiel_is_named(monkeypatch):
+    import builtins
+
+    import connect4
+
+    real = builtins.__import__
+
+    def fake(name, *args, **kwargs):
+        if name.startswith(("pyspiel", "open_spiel")):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ImportError, match=r"parl-algorithms\[open_spiel\]"):
+        connect4.require_open_spiel()
+
+
+def test_network_rejects_wrong_shapes():
+    import torch
+    from train import PolicyValueNet
+
+    net = PolicyValueNet(channels=8, blocks=1)
+    logits, v = net(torch.zeros(3, 2, 6, 7))
+    assert logits.shape == (3, 7) and v.shape == (3,)
+    with pytest.raises(ValueError, match=r"\[B, 2, 6, 7\]"):
+        net(torch.zeros(3, 84))
+
+
+def _run(tmp_path, *extra):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE / "train.py"), "--logdir", str(tmp_path), "--no-progress", *extra],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_tiny_run_with_two_remote_actors_and_restore(tmp_path):
+    pytest.importorskip("pyspiel", reason="pip install 'parl-algorithms[open_spiel]' (nox installs it)")
+    args = ["--actors", "2", "--games-per-iteration", "4", "--simulations", "4", "--eval-simulations", "4",
+            "--channels", "8", "--blocks", "1", "--eval-every", "1", "--eval-games", "2", "--final-eval-games", "0",
+            "--bot-simulations", "4", "--test-positions", "4", "--arena-games", "2"]  # fmt: skip
+    proc = _run(tmp_path, "--iterations", "1", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = (tmp_path / "curve.csv").read_text().splitlines()
+    assert rows[0].startswith("iteration,games,wall_s,cpu_s") and len(rows) == 2
+    proc = _run(tmp_path, "--iterations", "2", *args, "--restore", str(tmp_path / "checkpoint.pt"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["iterations"] == 2 and summary["self_play_games"] == 8 and summary["actors"] == 2
+    assert 0 <= summary["final_perfect_move_rate"] <= 1 and summary["test_positions"] == 4
+    rows = list(csv.DictReader((tmp_path / "curve.csv").read_text().splitlines()))
+    assert [r["iteration"] for r in rows] == ["1", "2"] and all(r["eval_games"] == "2" for r in rows)
+    assert all(0 <= float(r["win_rate_vs_mcts"]) <= 1 for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--actors", "0"], "--actors must be >= 1"), (["--restore", "nope.pt"], "no such file"),
+     (["--eval-games", "-1"], "--eval-games must be >= 0")],
+)  # fmt: skip
+def test_bad_flags_are_named(monkeypatch, capsys, argv, message):
+    import train
+
+    monkeypatch.setattr(sys, "argv", ["train.py", *argv])
+    with pytest.raises(SystemExit) as exc:
+        train.main()
+    assert exc.value.code == 2 and message in capsys.readouterr().err
