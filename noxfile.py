@@ -67,8 +67,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 # The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
 # selenium for the browser test (docs/tests).
 DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15")
-# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
-INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
+# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind and PARL's course
+# (tests/test_parl2_course.py: paddle code, Pong, and LunarLanderContinuous in place of rlschool's quadrotor).
+INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8", "paddlepaddle>=3.0", "box2d>=2.3.10")
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
@@ -127,7 +128,9 @@ def tests(session: nox.Session, package: str) -> None:
 def integration(session: nox.Session) -> None:
     """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
     install_tree(session, list(PACKAGES), *TEST_DEPS, *INTEGRATION_DEPS)
-    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *session.posargs)
+    # both frameworks are installed (PARL's default is then paddle): the PARL 2.x torch code of tests/ selects torch,
+    # as PARL's users do; the paddle programs (the course, examples/QuickStart and DQN) set PARL_BACKEND=paddle
+    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *session.posargs, env={"PARL_BACKEND": "torch"})
 
 
 @nox.session

@@ -29,10 +29,10 @@ from typing import Any
 import gymnasium
 from gymnasium import error, logger  # noqa: F401 - ``gym.error`` / ``gym.logger`` as in gym
 
+from gym import spaces, utils  # noqa: F401 - gym 0.18's Box.contains; ``gym.utils.seeding`` (a RandomState)
+
 # gym < 0.26's ``gym.Wrapper``: forwards everything to ``self.env``, checks nothing
 from parl_core.env.compat_wrappers import Wrapper
-
-from gym import spaces, utils  # noqa: E402,F401 - gym 0.18's Box.contains; ``gym.utils.seeding`` (a RandomState)
 
 __version__ = "0.21.0"  # the old API (PARL's CompatWrapper checks gym.__version__ < 0.26)
 
