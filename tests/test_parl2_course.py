@@ -76,6 +76,31 @@ LESSONS = {
 }
 
 
+def test_old_gym_shim_serves_what_the_lessons_use(old_gym):
+    """What stopped the lessons at the shim: gym's int ``Discrete.n`` (lesson 3's ``assert isinstance(act_dim,
+    int)``), ``gym.logger`` and ``gym.utils.seeding`` (lesson 5's env), gym 0.18's ``Box.contains``."""
+    import numpy as np
+
+    env = old_gym.make("CartPole-v0")
+    assert type(env.action_space.n) is int and env.action_space.n == 2
+    assert type(env.unwrapped.action_space.n) is not int  # gymnasium's own space is left as it is
+    env.seed(3)
+    assert env.action_space.contains(env.action_space.sample())
+    from gym import logger, spaces
+    from gym.utils import seeding
+
+    assert callable(logger.warn)
+    rng, seed = seeding.np_random(5)
+    assert isinstance(rng, np.random.RandomState) and seed == 5
+    assert seeding.np_random(5)[0].uniform(size=3).tolist() == rng.uniform(size=3).tolist()
+    with pytest.raises(old_gym.error.Error, match="non-negative integer"):
+        seeding.np_random(-1)
+    box = spaces.Box(low=-1.0, high=1.0, shape=(1,))
+    assert box.dtype == np.float32
+    assert box.contains(np.array([0.5], dtype=np.float64))  # gym 0.18: any dtype; gymnasium says False
+    assert not box.contains(np.array([1.5])) and not box.contains(np.array([0.5, 0.5]))
+
+
 def test_vendored_files_are_parls_but_for_the_listed_lines(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git applies changes.patch in reverse")
