@@ -80,6 +80,9 @@ DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "
 INTEGRATION_DEPS = (
     "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari, for wrap_deepmind
     "open-spiel>=2.0.2",  # the opponent of examples/alphazero (parl-algorithms[open_spiel])
+    # PARL's course (tests/test_parl2_course.py): paddle code, Pong, and LunarLanderContinuous in place of rlschool's
+    # quadrotor
+    "paddlepaddle>=3.0", "box2d>=2.3.10",
 )
 
 
@@ -156,7 +159,9 @@ def tests(session: nox.Session, package: str) -> None:
 def integration(session: nox.Session) -> None:
     """Run the cross-package tests in tests/ (the quickstart subprocess and learn-to-threshold runs)."""
     install_tree(session, list(PACKAGES), *TEST_DEPS, *INTEGRATION_DEPS)
-    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *DURATIONS, *session.posargs)
+    # both frameworks are installed (PARL's default is then paddle): the PARL 2.x torch code of tests/ selects torch,
+    # as PARL's users do; the paddle programs (the course, examples/QuickStart and DQN) set PARL_BACKEND=paddle
+    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *DURATIONS, *session.posargs, env={"PARL_BACKEND": "torch"})
 
 
 @nox.session

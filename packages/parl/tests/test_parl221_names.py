@@ -229,7 +229,6 @@ ABSENT_MODULES = {
     "parl.utils.deprecation": "PARL's internal decorator for its own deprecated APIs",
     "parl.utils.exceptions": SERIALIZE,
     "parl.utils.path_utils": "xparl's internal helper (Windows paths of shipped files)",
-    "parl.utils.tensorboard": VISUALDL,
     "parl.utils.visualdl": VISUALDL,
 }
 

@@ -33,6 +33,21 @@ def test_utils_modules_are_the_same_objects():
     assert out.stdout.split() == ["True"] * 7
 
 
+def test_utils_tensorboard_is_parls_name_for_the_summary_writer(tmp_path):
+    """PARL's course writes ``from parl.utils import logger, tensorboard, ReplayMemory``; its scalars reach the
+    one writer of ``parl.utils.summary``."""
+    out = run("from parl.utils import logger, tensorboard, ReplayMemory, summary\n"
+              f"summary.set_logdir({str(tmp_path)!r})\n"
+              "tensorboard.add_scalar('eval/episode_reward', 1.5, 10)\n"
+              "tensorboard.flush()\n"
+              "print(tensorboard.add_scalar is summary.add_scalar, tensorboard.flush is summary.flush,\n"
+              "      sorted(tensorboard.__all__) == ['add_histogram', 'add_scalar', 'close', 'flush'])\n"
+              "tensorboard.close()")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"] * 3
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+
+
 def test_core_classes_and_algorithms_are_reexported():
     import parl
     import parl_algorithms

@@ -12,7 +12,10 @@ With ``tests/parl2/shims`` on ``PYTHONPATH`` that ``import gym`` finds this modu
 gymnasium env and wraps it in :class:`OldApiEnv`, which speaks the old API (a time-limit end is
 reported as ``done`` with ``info["TimeLimit.truncated"] = True``, as gym's ``TimeLimit`` did). Env ids
 that gymnasium lacks are swapped for their gymnasium equivalents (:data:`ENV_ID_SWAPS`). ALE (Atari)
-envs are registered when ``ale_py`` is installed.
+envs are registered when ``ale_py`` is installed (ale-py registers gym's ``Pong-v0`` ids too). As in gym,
+a ``Discrete`` action space's ``n`` is an ``int`` (gymnasium's is an ``np.int64``); ``gym.spaces.Box.contains``
+is gym 0.18's (no dtype check; PARL's course targets gym 0.18); ``gym.logger`` and ``gym.utils.seeding``
+(``np_random`` gives a ``RandomState``) serve envs written against gym.
 
 This module is written for the project's tests only; it is not a gym re-implementation and is not
 shipped.
@@ -20,10 +23,13 @@ shipped.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium
-from gymnasium import error, spaces  # noqa: F401 - ``gym.spaces`` / ``gym.error`` as in gym
+from gymnasium import error, logger  # noqa: F401 - ``gym.error`` / ``gym.logger`` as in gym
+
+from gym import spaces, utils  # noqa: F401 - gym 0.18's Box.contains; ``gym.utils.seeding`` (a RandomState)
 
 # gym < 0.26's ``gym.Wrapper``: forwards everything to ``self.env``, checks nothing
 from parl_core.env.compat_wrappers import Wrapper
@@ -61,11 +67,15 @@ class OldApiEnv(Wrapper):
         self._max_episode_steps = env.spec.max_episode_steps if env.spec is not None else None
         self._elapsed_steps = 0
         self._seed: int | None = None
+        n = getattr(env.action_space, "n", None)
+        if n is not None and type(n) is not int:  # gym's Discrete.n is an int; gymnasium's an np.int64
+            self.action_space = copy.copy(env.action_space)
+            self.action_space.n = int(n)
 
     def seed(self, seed: int | None = None) -> list[int | None]:
         self._seed = seed
         if seed is not None:
-            self.env.action_space.seed(seed)
+            self.action_space.seed(seed)
         return [seed]
 
     def reset(self, **kwargs: Any) -> Any:
