@@ -68,7 +68,8 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 # selenium for the browser test (docs/tests).
 DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15")
 # What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
-INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
+INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8",
+                    "minatar>=1.0.15")  # tests/test_example_dqn_variants.py: MinAtar Breakout
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
