@@ -10,7 +10,10 @@ Usage::
 One panel per results folder (its ``seed*/curve.csv``, or its own ``curve.csv``): the evaluation return (mean
 over the evaluation games, a marker per evaluation) and the mean return of the last 20 training games
 (dashed), against env steps.
-``--random``: a horizontal line at the random policy's return. Needs matplotlib (``pip install matplotlib``).
+
+Where a folder also holds ``episodes.csv`` (env_steps, episode_return of every training game, exported from the
+run's tensorboard ``train/episode_return``), its games are dots. ``--random``: a horizontal line at the random
+policy's return. Needs matplotlib (``pip install matplotlib``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ def main() -> None:
                     label=f"{path.parent.name}: eval")
             ax.plot(steps, [float(r["train_return_mean"]) for r in rows], "--", color=color, alpha=0.6,
                     label=f"{path.parent.name}: train (last 20 games)")
+            episodes = path.parent / "episodes.csv"  # optional: env_steps, episode_return of each training game
+            if episodes.exists():
+                with episodes.open(newline="") as f:
+                    games = list(csv.DictReader(f))
+                ax.plot([int(g["env_steps"]) / 1e3 for g in games], [float(g["episode_return"]) for g in games], ".",
+                        color=color, alpha=0.3, label=f"{path.parent.name}: training games")
         if args.random is not None:
             ax.axhline(args.random, color="grey", linestyle=":", label="random policy")
         ax.set_title(pathlib.Path(folder).name)
