@@ -83,6 +83,7 @@ INTEGRATION_DEPS = (
     # PARL's course (tests/test_parl2_course.py): paddle code, Pong, and LunarLanderContinuous in place of rlschool's
     # quadrotor
     "paddlepaddle>=3.0", "box2d>=2.3.10",
+    "minatar>=1.0.15",  # tests/test_example_dqn_variants.py: MinAtar Breakout
 )
 
 
