@@ -3,12 +3,13 @@
 
 The first tests reproduce, in code written here in PARL's style, what those examples rely on and what stopped
 them (``from parl.env import CompatWrapper, is_gym_version_ge`` failed at import; ``assert isinstance(act_dim,
-int)`` failed on gymnasium's ``np.int64`` action count). The last test runs PARL's own files unchanged from a
-PARL checkout named by ``PARL_SOURCE`` (``git clone https://github.com/PaddlePaddle/PARL``, tag or commit of
-2.2.1), with ``import gym`` served by ``tests/parl2/shims``; it is skipped when ``PARL_SOURCE`` is not set (PARL's
-code is not copied into this repository).
+int)`` failed on gymnasium's ``np.int64`` action count). The last test runs PARL's own files, vendored unchanged in
+``tests/parl2/examples`` (``NOTICE.md``), with ``import gym`` served by ``tests/parl2/shims``: the paddle ones with
+their own flags for a small budget, the torch QuickStart (no flags) with its episode loop shortened from outside
+(``tests/parl2/run_course.py``).
 """
 
+import json
 import os
 import pathlib
 import re
@@ -70,35 +71,58 @@ def test_dqn_example_setup_gets_an_int_action_count(source, request):
     assert [env.action_space.sample() for _ in range(6)] == first  # seed() seeds the space the wrapper shows
 
 
-# PARL 2.2.1's files run unchanged: (folder in PARL, backend, flags, the line each evaluation prints)
+# PARL 2.2.1's files run unchanged: (folder in tests/parl2/examples, backend, flags or a run_course.py spec, the line
+# each evaluation prints)
 PARL_RUNS = {
-    "paddle-quickstart": ("examples/QuickStart", "paddle", ["--max_episodes", "100"], r"Test reward: ([-\d.]+)"),
-    "paddle-dqn": ("examples/DQN", "paddle", ["--max_episode", "50"], r"Test reward:([-\d.]+)"),
-    "torch-quickstart": ("benchmark/torch/QuickStart", "torch", [], r"Test reward: ([-\d.]+)"),
+    "paddle-quickstart": ("QuickStart", "paddle", ["--max_episodes", "100"], r"Test reward: ([-\d.]+)"),
+    "paddle-dqn": ("DQN", "paddle", ["--max_episode", "50"], r"Test reward:([-\d.]+)"),
+    "torch-quickstart": ("torch_QuickStart", "torch", {"range": {"1000": 101}}, r"Test reward: ([-\d.]+)"),
 }
+VENDORED = ROOT / "tests" / "parl2" / "examples"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PARL_RUNS))
 def test_parl_221_example_runs_unchanged(name, tmp_path):
-    source = os.environ.get("PARL_SOURCE")
-    if not source:
-        pytest.skip("set PARL_SOURCE to a checkout of PARL 2.2.1 to run its own examples")
     folder, backend, flags, printed = PARL_RUNS[name]
-    if backend == "paddle":
-        pytest.importorskip("paddle")
+    pytest.importorskip(backend)  # the integration session installs both frameworks
     work = tmp_path / name
-    shutil.copytree(pathlib.Path(source) / folder, work)
+    shutil.copytree(VENDORED / folder, work)
     env = {
         **os.environ,
         "PARL_BACKEND": backend,
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "parl2" / "shims"), os.environ.get("PYTHONPATH", "")]),
     }
-    out = subprocess.run(
-        [sys.executable, "train.py", *flags], cwd=work, env=env, capture_output=True, text=True, timeout=900
-    )
+    if isinstance(flags, dict):  # no flags of its own: its loop is shortened from outside, the file unchanged
+        runner = str(ROOT / "tests" / "parl2" / "run_course.py")
+        cmd = [sys.executable, runner, json.dumps([{"dir": str(work), **flags}])]
+    else:
+        cmd = [sys.executable, "train.py", *flags]
+    out = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     returns = [float(r) for r in re.findall(printed, out.stdout + out.stderr)]
     assert returns and all(np.isfinite(returns)) and min(returns) >= 8.0  # a CartPole episode lasts >= 8 steps
-    assert (work / "model.ckpt").exists()
+    assert (work / "model.ckpt").exists() or name == "torch-quickstart"
+
+
+def test_vendored_files_are_parls():
+    """The vendored files are PARL 2.2.1's, byte for byte (sha256 of PARL's commit 3bb5fe36's blobs)."""
+    import hashlib
+
+    digests = {p.relative_to(VENDORED).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+               for p in sorted(VENDORED.glob("*/*.py"))}  # fmt: skip
+    assert digests == PARL_DIGESTS, digests
+
+
+PARL_DIGESTS = {
+    "DQN/cartpole_agent.py": "8095addcbe2ea926",
+    "DQN/cartpole_model.py": "c2aaaec78f6caad3",
+    "DQN/train.py": "f21c427a0298298c",
+    "QuickStart/cartpole_agent.py": "b5a758ceab531323",
+    "QuickStart/cartpole_model.py": "f5bb3b9c2d4d612e",
+    "QuickStart/train.py": "946f6b04381d63ad",
+    "torch_QuickStart/cartpole_agent.py": "eb15ac16ddb6fe56",
+    "torch_QuickStart/cartpole_model.py": "b6b405de5415a8aa",
+    "torch_QuickStart/train.py": "f9ee08632258d72f",
+}

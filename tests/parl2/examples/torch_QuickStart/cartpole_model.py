@@ -1,0 +1,38 @@
+#   Copyright (c) 2019 PaddlePaddle Authors. All Rights Reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import parl
+
+
+class CartpoleModel(parl.Model):
+    """ Linear network to solve Cartpole problem.
+    
+    Args:
+        obs_dim (int): Dimension of observation space.
+        act_dim (int): Dimension of action space.
+    """
+
+    def __init__(self, obs_dim, act_dim):
+        super(CartpoleModel, self).__init__()
+        hid1_size = act_dim * 10
+        self.fc1 = nn.Linear(obs_dim, hid1_size)
+        self.fc2 = nn.Linear(hid1_size, act_dim)
+
+    def forward(self, x):
+        out = torch.tanh(self.fc1(x))
+        prob = F.softmax(self.fc2(out), dim=-1)
+        return prob
