@@ -67,8 +67,9 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 # The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
 # selenium for the browser test (docs/tests).
 DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15")
-# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind.
-INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8")
+# What tests/ (PARL 2.x code run unchanged) needs besides the packages: Atari, for wrap_deepmind; OpenSim 4.6 for
+# examples/neurips2018_prosthetics (tests/test_example_prosthetics.py).
+INTEGRATION_DEPS = ("ale-py>=0.9", "opencv-python-headless>=4.8", "opensim>=4.6")
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False

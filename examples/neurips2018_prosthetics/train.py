@@ -27,8 +27,8 @@ Curriculum (PARL's README; one run per stage, each restoring the previous stage'
         --warm-start-batches 1000 --restore runs/p/v125/agent.ckpt --restore-from-one-head
 
 ``--address HOST:PORT`` uses an xparl cluster (``xparl start --cpu_num N`` on each machine) instead of the embedded
-one. Needs OpenSim: ``pip install 'opensim>=4.6'``. Writes ``<logdir>/summary.json``, ``curve.csv``,
-``agent.ckpt`` and tensorboard scalars.
+one. Needs OpenSim: ``pip install 'opensim>=4.6'``. Writes ``<logdir>/summary.json``, ``curve.csv`` (a row per
+evaluation), ``episodes.csv`` (a row per training episode), ``agent.ckpt`` and tensorboard scalars.
 """
 
 from __future__ import annotations
@@ -365,6 +365,10 @@ def main(argv=None) -> None:
               "episodes", "updates"]
     with open(curve_path, "w", newline="") as f:
         csv.DictWriter(f, fields).writeheader()
+    episodes_path = os.path.join(logdir, "episodes.csv")  # every training episode (the rules' return, shaped)
+    episode_fields = ["env_steps", "wall_s", "r2_return", "shaping_return", "frames"]
+    with open(episodes_path, "w", newline="") as f:
+        csv.DictWriter(f, episode_fields).writeheader()
 
     def cpu_s() -> float:  # the learner's and its finished children's CPU time is not all: ask the actors' pids
         return time.process_time() - cpu0
@@ -411,6 +415,11 @@ def main(argv=None) -> None:
                 recent.append(ep["r2_return"])
                 bar.update(ep["frames"])
                 summary.add_scalar("train/r2_return", ep["r2_return"], env_steps)
+                with open(episodes_path, "a", newline="") as f:
+                    csv.DictWriter(f, episode_fields).writerow(dict(
+                        env_steps=env_steps, wall_s=round(time.perf_counter() - start, 1),
+                        r2_return=round(ep["r2_return"], 3), shaping_return=round(ep["shaping_return"], 4),
+                        frames=ep["frames"]))
                 summary.add_scalar("train/shaping_return", ep["shaping_return"], env_steps)
                 summary.add_scalar("train/episode_frames", ep["frames"], env_steps)
                 if memory.size() > BATCH_SIZE * args.warm_start_batches:
