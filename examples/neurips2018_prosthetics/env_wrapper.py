@@ -174,8 +174,8 @@ class TrainingEnv:
             frames += 1
             _, r, terminated, truncated, info = self.env.step(action01)
             d = info["state_desc"]
-            # PARL's wrappers pass the action in [-1, 1] to the reward shaping (ActionScale is outside them)
-            shaping += self.shaping_reward(d, np.asarray(action, np.float64))
+            # the shaping sees the excitations in [0, 1]: PARL's ActionScale wraps FrameSkip, which wraps it
+            shaping += self.shaping_reward(d, action01)
             r2 += r
             changed = self.last_target_vel is not None and np.any(
                 np.abs(np.array(self.last_target_vel) - np.array(d["target_vel"])) >= 1e-5)

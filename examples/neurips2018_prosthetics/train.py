@@ -26,7 +26,7 @@ Curriculum (PARL's README; one run per stage, each restoring the previous stage'
         --act-penalty-lowerbound 0.75 --act-penalty-coeff 7.0 --vel-penalty-coeff 20.0 --discrete-data --stage 3 \\
         --warm-start-batches 1000 --restore runs/p/v125/agent.ckpt --restore-from-one-head
 
-``--address HOST:PORT`` uses an xparl cluster (``xparl start --cpu_num N`` on each machine) instead of the embedded
+``--address HOST:PORT`` uses an xparl cluster (``xparl start --cpu-num N`` on each machine) instead of the embedded
 one. Needs OpenSim: ``pip install 'opensim>=4.6'``. Writes ``<logdir>/summary.json``, ``curve.csv`` (a row per
 evaluation), ``episodes.csv`` (a row per training episode), ``agent.ckpt`` and tensorboard scalars.
 """
