@@ -20,8 +20,8 @@ actuator name; nothing else of the simulation changed) with the gymnasium API:
   heading ``+= U(-pi/8, pi/8)``;
 * an episode terminates when the pelvis is lower than 0.6 m, and is truncated at the step limit.
 
-Reference: Kidziński et al. 2018, "Learning to Run challenge solutions: adapting reinforcement learning methods for
-neuromusculoskeletal environments"; the 2018 rules at https://github.com/stanfordnmbl/osim-rl (v2.1.5).
+Reference: Kidziński et al. 2019, "Artificial Intelligence for Prosthetics: Challenge Solutions" (the NeurIPS 2018
+competition report); the 2018 rules: osim-rl v2.1.5 (https://github.com/stanfordnmbl/osim-rl), ``osim/env/osim.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """PARL's winning NeurIPS 2018 AI-for-Prosthetics solution: multi-head (ensemble) DDPG, remote simulators, curriculum.
 
 Algorithm (PaddlePaddle/PARL examples/NeurIPS2018-AI-for-Prosthetics-Challenge; DDPG: Lillicrap et al. 2016,
-"Continuous control with deep reinforcement learning"; the solution: Zhou et al. 2019, "Efficient and robust
-reinforcement learning with uncertainty-based value expansion" / the NeurIPS 2018 competition report,
-Kidziński et al. 2019):
+"Continuous control with deep reinforcement learning"; the solution is described in the competition report,
+Kidziński et al. 2019, "Artificial Intelligence for Prosthetics: Challenge Solutions"):
 
     K heads (``--ensemble-num``): actor and critic MLPs whose bottom layers are shared by all heads (PARL's
     ``*_shared`` parameters) and top layers are each head's; head i has actor lr * (1 - 0.05 i) and critic
