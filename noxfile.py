@@ -84,6 +84,7 @@ INTEGRATION_DEPS = (
     # quadrotor
     "paddlepaddle>=3.0", "box2d>=2.3.10",
     "minatar>=1.0.15",  # tests/test_example_dqn_variants.py: MinAtar Breakout
+    "opensim>=4.6",  # examples/neurips2018_prosthetics (tests/test_example_prosthetics.py; parl[prosthetics])
 )
 
 
