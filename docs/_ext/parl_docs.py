@@ -21,7 +21,8 @@
 
 3. Learning curves. Every ``examples/<name>/results/<run>/`` folder with ``seed*/curve.csv`` files (the runs an
    example's README reports) is plotted, at ``builder-inited``, into ``docs/_generated/curves/<name>-<run>.png``
-   (evaluation return against env steps, one line per seed); pages show them with a ``{figure}``.
+   (by the columns of :data:`CURVE_AXES` each file has, e.g. evaluation return against env steps, one line per
+   seed); pages show them with a ``{figure}``.
 
 4. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
    documented by the API reference under that module's name; ``parl``'s re-exports must point at a documented
@@ -158,23 +159,31 @@ def curve_runs() -> dict[str, list[pathlib.Path]]:
     return runs
 
 
-#: the columns a curve.csv is plotted by, the first pair it has: (x column, y column, x label, y label)
+#: the columns a curve.csv is plotted by, the first pair it has with a value in every row:
+#: (x column, y column, x label, y label)
 CURVE_AXES = (
     ("env_steps", "eval_return_mean", "env steps", "evaluation return (mean)"),
+    # examples that evaluate only near the target (a2c, ppo, dqn): eval_return_mean is empty in most rows
+    ("env_steps", "train_return_mean", "env steps", "training return (mean of the last 10 episodes)"),
+    # offline examples (cql, iql, dt): no env steps while learning
+    ("gradient_steps", "eval_return_mean", "gradient steps", "evaluation return (mean)"),
     ("meta_updates", "test_mse", "meta-updates", "test MSE (new tasks)"),  # examples/maml
 )
 
 
-def curve_axes(header: list[str], path: pathlib.Path) -> tuple[str, str, str, str]:
-    """The entry of :data:`CURVE_AXES` whose columns ``header`` has.
+def curve_axes(header: list[str], path: pathlib.Path,
+               rows: list[dict[str, str]] | None = None) -> tuple[str, str, str, str]:
+    """The first entry of :data:`CURVE_AXES` whose two columns ``header`` has and, when ``rows`` (the
+    file's rows, as ``csv.DictReader`` reads them) is given, every row fills.
 
     Raises:
         ValueError: none fits (add the example's columns to ``CURVE_AXES``).
     """
     for axes in CURVE_AXES:
-        if axes[0] in header and axes[1] in header:
+        if axes[0] in header and axes[1] in header and all(r[axes[0]] and r[axes[1]] for r in rows or ()):
             return axes
-    raise ValueError(f"{path}: no pair of columns of CURVE_AXES in {header}; add this example's to CURVE_AXES")
+    raise ValueError(f"{path}: no pair of columns of CURVE_AXES filled in every row of {header}; "
+                     "add this example's to CURVE_AXES")
 
 
 def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
@@ -190,12 +199,17 @@ def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, files in curve_runs().items():
-        fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+        tables = []
         for csv_path in files:
             with csv_path.open(newline="", encoding="utf-8") as f:
                 reader = csv_module.DictReader(f)
-                rows = list(reader)
-                x_key, y_key, x_label, y_label = curve_axes(list(reader.fieldnames or []), csv_path)
+                tables.append((csv_path, list(reader.fieldnames or []), list(reader)))
+        # one pair of columns for all the seeds of a run: the first that every seed's file fills
+        common = [c for c in tables[0][1] if all(c in header for _, header, _ in tables)]
+        x_key, y_key, x_label, y_label = curve_axes(common, files[0].parent.parent,
+                                                    [r for _, _, rows in tables for r in rows])
+        fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+        for csv_path, _, rows in tables:
             ax.plot([float(r[x_key]) for r in rows], [float(r[y_key]) for r in rows], marker=".",
                     label=csv_path.parent.name)  # fmt: skip
         ax.set_xlabel(x_label)

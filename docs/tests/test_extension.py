@@ -48,6 +48,10 @@ def test_readme_sections_and_heading_shift():
 def test_learning_curves_are_plotted(tmp_path):
     runs = parl_docs.curve_runs()
     assert {"coma-final", "qmix-lbf", "maml-maml", "maml-mamlpp"} <= set(runs)
+    # the single-agent examples' runs (issue #26): every algorithm page shows one
+    single_agent = {"a2c-cartpole", "ppo-cartpole", "ppo-pendulum", "dqn-cartpole", "quickstart-cartpole",
+                    "ddpg-pendulum", "td3-pendulum", "sac-pendulum", "oac-pendulum", "cql-pendulum", "iql-pendulum"}
+    assert single_agent <= set(runs)
     assert all(len(files) >= 3 for files in runs.values())  # every result is given over seeds
     written = parl_docs.plot_curves(tmp_path)
     assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in runs)
@@ -56,6 +60,14 @@ def test_learning_curves_are_plotted(tmp_path):
 
 def test_a_curve_csv_of_unknown_columns_is_named(tmp_path):
     assert parl_docs.curve_axes(["meta_updates", "test_mse"], tmp_path)[:2] == ("meta_updates", "test_mse")
+    # eval_return_mean is used only where every row has it; else the training return; offline: gradient steps
+    header = ["env_steps", "wall_s", "train_return_mean", "eval_return_mean"]
+    rows = [{"env_steps": "256", "wall_s": "1", "train_return_mean": "20.5", "eval_return_mean": ""},
+            {"env_steps": "512", "wall_s": "2", "train_return_mean": "480.0", "eval_return_mean": "500.0"}]
+    assert parl_docs.curve_axes(header, tmp_path, rows)[:2] == ("env_steps", "train_return_mean")
+    assert parl_docs.curve_axes(header, tmp_path, rows[1:])[:2] == ("env_steps", "eval_return_mean")
+    assert parl_docs.curve_axes(["gradient_steps", "eval_return_mean"], tmp_path)[:2] == ("gradient_steps",
+                                                                                         "eval_return_mean")
     with pytest.raises(ValueError, match="add this example's to CURVE_AXES"):
         parl_docs.curve_axes(["episode", "reward"], tmp_path / "curve.csv")
 

@@ -16,7 +16,9 @@ Usage::
     python examples/a2c/train.py --backend paddle --seed 0 --logdir runs/a2c/paddle-seed0
     python examples/a2c/train.py --seed 0 --logdir runs/a2c/seed0
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row every 10 updates and at
+each evaluation: ``env_steps``, ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes,
+``eval_return_mean``, empty where that row has no evaluation).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import compute_gae, summary
+from parl.utils import CSVLogger, compute_gae, summary
 
 CONFIG = dict(num_envs=16, n_steps=16, gamma=0.99, gae_lambda=0.95, lr=3e-3, vf_loss_coeff=0.5,
               entropy_coeff=-0.01, total_steps=500_000, target_return=475.0, eval_trigger=400.0, hidden=64)
@@ -143,6 +145,13 @@ def main() -> None:
     steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = args.total_steps // (n * t_len)
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
+
+    def log_curve(train_return: float, eval_return: float | str = "") -> None:
+        curve.log_dict({"env_steps": steps, "wall_s": round(time.perf_counter() - start, 3),
+                        "train_return_mean": round(train_return, 3),
+                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+
     for updates in range(1, num_updates + 1):
         with ops.no_grad():
             for t in range(t_len):
@@ -173,9 +182,13 @@ def main() -> None:
                 summary.add_scalar(key, value, steps)
             summary.add_scalar("train/episode_return", train_mean, steps)
             bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
-        if recent and train_mean >= cfg["eval_trigger"] and updates % 5 == 0:
+        evaluating = recent and train_mean >= cfg["eval_trigger"] and updates % 5 == 0
+        if updates % 10 == 0 and not evaluating:
+            log_curve(train_mean)
+        if evaluating:
             eval_mean = evaluate(alg, args.env, args.seed, ops)
             summary.add_scalar("eval/return_mean", eval_mean, steps)
+            log_curve(train_mean, eval_mean)
             if eval_mean >= target:
                 reached_at = (steps, time.perf_counter() - start)
                 break
@@ -183,8 +196,10 @@ def main() -> None:
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, ops)
         summary.add_scalar("eval/return_mean", eval_mean, steps)
+        log_curve(train_mean, eval_mean)
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
+    curve.close()
     wall = time.perf_counter() - start
     result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
               "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,

@@ -17,7 +17,9 @@ Usage::
     python examples/cql/train.py --seed 0 --logdir runs/cql/seed0
     python examples/cql/train.py --backend paddle --seed 0 --logdir runs/cql/paddle-seed0
 
-Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_return_mean``) and tensorboard scalars.
+Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_return_mean``), tensorboard scalars and
+``<logdir>/curve.csv`` (a row per evaluation: ``gradient_steps``, ``wall_s`` (collection included),
+``eval_return_mean``, ``dataset_return_mean``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 GAMMA = 0.99
 TAU = 0.005
@@ -177,6 +179,7 @@ def main() -> None:
                               min_q_version=3, min_q_weight=5.0, device=args.device)
     eval_mean, reached_at, step = float("-inf"), None, 0
     bar = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
+    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
     for step in range(1, args.gradient_steps + 1):
         batch = memory.sample_batch(BATCH_SIZE)
         cql.learn(*(ops.tensor(x) for x in batch))
@@ -186,11 +189,14 @@ def main() -> None:
                 summary.add_scalar(key, value, step)
             eval_mean = evaluate(cql, args.env, args.seed, action_scale, ops)
             summary.add_scalar("eval/return_mean", eval_mean, step)
+            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3)})
             bar.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
             if step > args.policy_eval_start and eval_mean >= target:
                 reached_at = (step, time.perf_counter() - start)
                 break
     bar.close()
+    curve.close()
     wall = time.perf_counter() - start
     result = {"device": str(cql.device), "env": args.env, "backend": args.backend,
               "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,

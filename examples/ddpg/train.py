@@ -14,7 +14,9 @@ Usage::
     python examples/ddpg/train.py --seed 0 --logdir runs/ddpg/seed0
     python examples/ddpg/train.py --backend paddle --seed 0 --logdir runs/ddpg/paddle-seed0
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, tensorboard scalars, ``<logdir>/curve.csv`` (a row per evaluation:
+``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` = mean of the last 10 training
+episodes).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 GAMMA = 0.98
 TAU = 0.005
@@ -125,6 +127,13 @@ def main() -> None:
     obs, _ = env.reset(seed=args.seed)
     ep_return, eval_mean, reached_at, step = 0.0, float("-inf"), None, 0
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+
+    def log_curve() -> None:
+        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                        "eval_return_mean": round(eval_mean, 3),
+                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan"})
+
     for step in range(1, args.total_steps + 1):
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
@@ -138,6 +147,7 @@ def main() -> None:
         obs = next_obs
         if terminated or truncated:
             summary.add_scalar("train/episode_return", ep_return, step)
+            last10 = (last10 + [ep_return])[-10:]
             bar.set_postfix(train_return=f"{ep_return:.1f}", eval=f"{eval_mean:.1f}")
             obs, _ = env.reset()
             ep_return = 0.0
@@ -152,6 +162,7 @@ def main() -> None:
             if step > args.learning_starts:
                 eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
+                log_curve()
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
@@ -159,8 +170,10 @@ def main() -> None:
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
+        log_curve()
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
+    curve.close()
     wall = time.perf_counter() - start
     result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
               "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,

@@ -18,7 +18,9 @@ Usage::
     python examples/dqn/train.py --seed 0 --logdir runs/dqn/seed0
     python examples/dqn/train.py --backend paddle --seed 0 --logdir runs/dqn/paddle-seed0
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row per training phase, every
+TRAIN_FREQ env steps: ``env_steps``, ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes,
+``eval_return_mean``, empty where that phase has no evaluation).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 GAMMA = 0.99
 LR = 2.3e-3
@@ -137,6 +139,13 @@ def main() -> None:
     eval_mean, reached_at, step = float("-inf"), None, 0
     decay_steps = EXPLORATION_FRACTION * args.total_steps
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+
+    def log_curve(eval_return: float | str = "") -> None:
+        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan",
+                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+
     for step in range(1, args.total_steps + 1):
         epsilon = max(FINAL_EPSILON, 1.0 - (1.0 - FINAL_EPSILON) * step / decay_steps)
         if rng.random() < epsilon:
@@ -150,6 +159,7 @@ def main() -> None:
         obs = next_obs
         if terminated or truncated:
             recent = (recent + [ep_return])[-5:]
+            last10 = (last10 + [ep_return])[-10:]
             summary.add_scalar("train/episode_return", ep_return, step)
             obs, _ = env.reset()
             ep_return = 0.0
@@ -168,9 +178,12 @@ def main() -> None:
             summary.add_scalar("train/epsilon", epsilon, step)
             bar.update(TRAIN_FREQ)
             bar.set_postfix(train_return=f"{np.mean(recent) if recent else 0:.1f}", eval=f"{eval_mean:.1f}")
-            if len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER:
+            if not (len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER):
+                log_curve()
+            else:
                 eval_mean = evaluate(alg, args.env, args.seed, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
+                log_curve(eval_mean)
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
                     break
@@ -178,8 +191,10 @@ def main() -> None:
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
+        log_curve(eval_mean)
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
+    curve.close()
     wall = time.perf_counter() - start
     result = {"device": str(alg.device),
               "env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,

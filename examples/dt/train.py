@@ -18,7 +18,8 @@ Usage::
 
     python examples/dt/train.py --seed 0 --logdir runs/dt/seed0
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row per evaluation:
+``gradient_steps``, ``wall_s`` (collection included), ``eval_return_mean``, ``dataset_return_mean``, ``action_mse``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import summary
+from parl.utils import CSVLogger, summary
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -235,6 +236,7 @@ def main() -> None:
                                               weight_decay=1e-4, device=args.device)
     eval_mean, reached, evals = float("-inf"), False, []
     progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
+    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
     for step in range(1, args.gradient_steps + 1):
         loss = alg.learn(*data.batch(BATCH_SIZE))
         progress.update(1)
@@ -242,12 +244,16 @@ def main() -> None:
             summary.add_scalar("train/action_mse", loss.item(), step)
             eval_mean = evaluate(alg, data, args.env, args.seed, best_return)
             summary.add_scalar("eval/return_mean", eval_mean, step)
+            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3),
+                            "action_mse": round(loss.item(), 6)})
             evals.append([step, eval_mean])
             progress.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
             if eval_mean >= target:
                 reached = True
                 break
     progress.close()
+    curve.close()
     result = {"device": str(alg.device),
               "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps, "gradient_steps": step, "episodes": len(episodes),

@@ -18,8 +18,9 @@ Usage::
 
     python examples/iql/train.py --seed 0 --logdir runs/iql/seed0
 
-Writes ``<logdir>/summary.json`` (and ``dataset.npz``, the collected ``ReplayMemory``) and tensorboard
-scalars.
+Writes ``<logdir>/summary.json`` (and ``dataset.npz``, the collected ``ReplayMemory``), tensorboard scalars and
+``<logdir>/curve.csv`` (a row per evaluation: ``gradient_steps``, ``wall_s`` (collection included),
+``eval_return_mean``, ``dataset_return_mean``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -181,6 +182,7 @@ def main() -> None:
                               tau=args.expectile, beta=args.beta, discount=GAMMA, device=args.device)
     eval_mean, reached, evals = float("-inf"), False, []
     progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
+    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
     for step in range(1, args.gradient_steps + 1):
         iql.learn(*(torch.from_numpy(x) for x in memory.sample_batch(BATCH_SIZE)))
         progress.update(1)
@@ -189,12 +191,15 @@ def main() -> None:
                 summary.add_scalar(key, value, step)
             eval_mean = evaluate(iql, args.env, args.seed)
             summary.add_scalar("eval/return_mean", eval_mean, step)
+            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3)})
             evals.append([step, eval_mean])
             progress.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
             if eval_mean >= target:
                 reached = True
                 break
     progress.close()
+    curve.close()
     result = {"device": str(iql.device),
               "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": args.collect_steps, "gradient_steps": step, "dataset_size": memory.size(),

@@ -16,7 +16,9 @@ Usage::
 
     python examples/oac/train.py --seed 0 --logdir runs/oac/seed0
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, tensorboard scalars, ``<logdir>/curve.csv`` (a row per evaluation:
+``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` = mean of the last 10 training
+episodes).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -119,6 +121,13 @@ def main() -> None:
     obs, _ = env.reset(seed=args.seed)
     episode_return, eval_mean, reached, evals = 0.0, float("-inf"), False, []
     progress = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+
+    def log_curve() -> None:
+        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                        "eval_return_mean": round(eval_mean, 3),
+                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan"})
+
     for step in range(1, args.total_steps + 1):
         if step <= args.learning_starts:
             act = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
@@ -130,6 +139,7 @@ def main() -> None:
         obs = next_obs
         if term or trunc:
             summary.add_scalar("train/episode_return", episode_return, step)
+            last10 = (last10 + [episode_return])[-10:]
             obs, _ = env.reset()
             episode_return = 0.0
         if step > args.learning_starts:
@@ -141,12 +151,14 @@ def main() -> None:
                 summary.add_scalar("train/actor_loss", actor_loss.item(), step)
             eval_mean = evaluate(alg, args.env, args.seed, scale)
             summary.add_scalar("eval/return_mean", eval_mean, step)
+            log_curve()
             evals.append([step, eval_mean])
             progress.set_postfix(eval=f"{eval_mean:.1f}")
             if step > args.learning_starts and eval_mean >= args.target_return:
                 reached = True
                 break
     progress.close()
+    curve.close()
     result = {"device": str(alg.device),
               "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
               "env_steps": step, "wall_s": round(time.perf_counter() - start, 3), "target_return": args.target_return,

@@ -17,7 +17,9 @@ Usage::
     python examples/ppo/train.py --env Pendulum-v1 --seed 0 --logdir runs/ppo/pendulum-s0
 
 Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
-tensorboard scalars (``train/*``, ``eval/return_mean``).
+tensorboard scalars (``train/*``, ``eval/return_mean``) and ``<logdir>/curve.csv`` (a row per update: ``env_steps``,
+``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes, ``eval_return_mean``, empty where that
+update has no evaluation).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import compute_gae, summary
+from parl.utils import CSVLogger, compute_gae, summary
 
 # Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
 # value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
@@ -163,6 +165,13 @@ def main() -> None:
     steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = total_steps // (n * t_len)
     bar = tqdm(total=total_steps, disable=args.no_progress, unit="step")
+    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
+
+    def log_curve(train_return: float, eval_return: float | str = "") -> None:
+        curve.log_dict({"env_steps": steps, "wall_s": round(time.perf_counter() - start, 3),
+                        "train_return_mean": round(train_return, 3),
+                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+
     for updates in range(1, num_updates + 1):
         frac = 1.0 - (updates - 1) / num_updates
         lr, alg.clip_param = cfg["lr"] * frac, max(cfg["clip_param"] * frac, 1e-3)
@@ -205,9 +214,12 @@ def main() -> None:
         summary.add_scalar("train/episode_return", train_mean, steps)
         bar.update(n * t_len)
         bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
-        if recent and train_mean >= cfg["eval_trigger"]:
+        if not (recent and train_mean >= cfg["eval_trigger"]):
+            log_curve(train_mean)
+        else:
             eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
             summary.add_scalar("eval/return_mean", eval_mean, steps)
+            log_curve(train_mean, eval_mean)
             if eval_mean >= target:
                 reached_at = (steps, time.perf_counter() - start)
                 break
@@ -215,8 +227,10 @@ def main() -> None:
     if reached_at is None:
         eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, steps)
+        log_curve(train_mean, eval_mean)
         if eval_mean >= target:
             reached_at = (steps, time.perf_counter() - start)
+    curve.close()
     wall = time.perf_counter() - start
     result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
               "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,

@@ -19,7 +19,9 @@ Usage::
     python examples/quickstart/train.py --backend paddle --seed 0 --logdir runs/quickstart/paddle-seed0
     tensorboard --logdir runs/quickstart
 
-Writes ``<logdir>/summary.json``, ``<logdir>/agent.ckpt``, ``<logdir>/log.log`` and tensorboard events.
+Writes ``<logdir>/summary.json``, ``<logdir>/agent.ckpt``, ``<logdir>/log.log``, tensorboard events and
+``<logdir>/curve.csv`` (a row per evaluation: ``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` =
+mean of the last 10 training episodes).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 import parl
-from parl.utils import calc_discount_sum_rewards, logger, summary
+from parl.utils import CSVLogger, calc_discount_sum_rewards, logger, summary
 
 GAMMA = 0.99
 LEARNING_RATE = 4e-3
@@ -206,6 +208,7 @@ def main(argv=None) -> dict:
     episodes = updates = env_steps = 0
     eval_mean = float("nan")
     reached = False
+    curve, last10 = CSVLogger(os.path.join(args.logdir, "curve.csv")), []
     progress = tqdm(total=args.max_episodes, desc=f"CartPole seed {args.seed}", unit="ep", disable=args.no_progress)
     with logging_redirect_tqdm(loggers=[logger.get_logger()]):  # log lines print above the bar
         while episodes < args.max_episodes and not reached:
@@ -216,6 +219,7 @@ def main(argv=None) -> dict:
                 episodes += 1
                 env_steps += len(reward_list)
                 summary.add_scalar("train/episode_return", sum(reward_list), env_steps)
+                last10 = (last10 + [sum(reward_list)])[-10:]
                 batch_obs += obs_list
                 batch_action += action_list
                 batch_return.append(calc_discount_sum_rewards(reward_list, GAMMA))
@@ -230,10 +234,14 @@ def main(argv=None) -> dict:
             if updates % args.eval_every == 0 or episodes >= args.max_episodes:
                 eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
                 summary.add_scalar("eval/return_mean", eval_mean, env_steps)
+                curve.log_dict({"env_steps": env_steps, "wall_s": round(time.perf_counter() - start, 3),
+                                "eval_return_mean": round(eval_mean, 3),
+                                "train_return_mean": round(float(np.mean(last10)), 3)})
                 logger.info("episode %d, env steps %d: eval return %.1f", episodes, env_steps, eval_mean)
                 progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
                 reached = eval_mean >= args.target_return
     progress.close()
+    curve.close()
     train_wall_s = time.perf_counter() - start
 
     # Save, restore into a fresh agent, evaluate again on the same episodes.

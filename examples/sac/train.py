@@ -17,7 +17,9 @@ Usage::
     python examples/sac/train.py --env HalfCheetah-v5 --total-steps 100000 --learning-starts 10000 \
         --eval-every 50000 --target-return 1e9 --hidden-sizes 256 256 --actor-lr 3e-4 --critic-lr 3e-4
 
-Writes ``<logdir>/summary.json`` and tensorboard scalars; ``--save-memory PATH`` also saves the replay
+Writes ``<logdir>/summary.json``, tensorboard scalars, ``<logdir>/curve.csv`` (a row per evaluation:
+``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` = mean of the last 10 training
+episodes); ``--save-memory PATH`` also saves the replay
 memory (``ReplayMemory.save``), which the CQL example uses as its offline dataset.
 """
 
@@ -35,7 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import ReplayMemory, summary
+from parl.utils import CSVLogger, ReplayMemory, summary
 
 GAMMA = 0.99
 TAU = 0.005
@@ -143,6 +145,13 @@ def main() -> None:
     obs, _ = env.reset(seed=args.seed)
     ep_return, eval_mean, reached_at, step, evals = 0.0, float("-inf"), None, 0, []
     bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+
+    def log_curve() -> None:
+        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
+                        "eval_return_mean": round(eval_mean, 3),
+                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan"})
+
     for step in range(1, args.total_steps + 1):
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
@@ -155,6 +164,7 @@ def main() -> None:
         obs = next_obs
         if terminated or truncated:
             summary.add_scalar("train/episode_return", ep_return, step)
+            last10 = (last10 + [ep_return])[-10:]
             bar.set_postfix(train_return=f"{ep_return:.1f}", eval=f"{eval_mean:.1f}")
             obs, _ = env.reset()
             ep_return = 0.0
@@ -167,6 +177,7 @@ def main() -> None:
             if step > args.learning_starts:
                 eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
                 summary.add_scalar("eval/return_mean", eval_mean, step)
+                log_curve()
                 evals.append([step, eval_mean])
                 if eval_mean >= args.target_return:
                     reached_at = (step, time.perf_counter() - start)
@@ -175,9 +186,11 @@ def main() -> None:
     if reached_at is None and not (evals and evals[-1][0] == step):  # (an evaluation at this step is reused)
         eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         summary.add_scalar("eval/return_mean", eval_mean, step)
+        log_curve()
         evals.append([step, eval_mean])
         if eval_mean >= args.target_return:
             reached_at = (step, time.perf_counter() - start)
+    curve.close()
     wall = time.perf_counter() - start
     if args.save_memory:
         memory.save(args.save_memory)
