@@ -50,7 +50,8 @@ def test_learning_curves_are_plotted(tmp_path):
     assert {"coma-final", "qmix-lbf", "maml-maml", "maml-mamlpp"} <= set(runs)
     # the single-agent examples' runs (issue #26): every algorithm page shows one
     single_agent = {"a2c-cartpole", "ppo-cartpole", "ppo-pendulum", "dqn-cartpole", "quickstart-cartpole",
-                    "ddpg-pendulum", "td3-pendulum", "sac-pendulum", "oac-pendulum", "cql-pendulum", "iql-pendulum"}
+                    "ddpg-pendulum", "td3-pendulum", "sac-pendulum", "oac-pendulum", "cql-pendulum", "iql-pendulum",
+                    "dt-pendulum"}
     assert single_agent <= set(runs)
     assert all(len(files) >= 3 for files in runs.values())  # every result is given over seeds
     written = parl_docs.plot_curves(tmp_path)
