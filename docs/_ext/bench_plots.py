@@ -19,7 +19,8 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 @dataclass(frozen=True)
 class Plot:
-    """One figure: bars (``kind="bar"``, one bar per row, grouped by column) or lines against ``x_values``.
+    """One figure: bars (one bar per row, grouped by column), or with ``transpose`` one line per row against the
+    columns' leading numbers.
 
     ``section`` is a heading's text (without the hashes) of benchmarks/README.md; ``header`` the start of the
     header row of the table under it; ``rows`` the first cells of the rows to plot (in that order); ``columns``
@@ -33,7 +34,6 @@ class Plot:
     rows: tuple[str, ...]
     columns: tuple[str, ...]
     y_label: str
-    kind: str = "bar"
     x_label: str = ""
     log_y: bool = False
     reference: dict[str, float] = field(default_factory=dict)
@@ -49,7 +49,7 @@ PLOTS: tuple[Plot, ...] = (
          "The master at scale (`benchmarks/scale/bench_scale.py`, issue 24)", "| figure | 10 workers",
          ("S1 master CPU while idle", "S6 master CPU per heartbeat"),
          ("10 workers", "100 workers", "1,000 workers (32,000 CPUs)"), "% of a core / us per heartbeat",
-         kind="line", x_label="workers", log_y=True, transpose=True, reference={"S1 target (10 %)": 10.0}),
+         x_label="workers", log_y=True, transpose=True, reference={"S1 target (10 %)": 10.0}),
     Plot("impala", "IMPALA learner frames/s, ours vs RLlib (2 actors, CartPole-v1 rounds, load 12-15)",
          "IMPALA throughput against RLlib's IMPALA (`benchmarks/distributed/bench_impala.py`)",
          "| round | ours, learner frames/s | RLlib, learner frames/s | ratio |\n", ("0", "1", "2"),

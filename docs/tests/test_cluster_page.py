@@ -18,8 +18,8 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
+import psutil
 import pytest
 from blocks import ROOT, all_blocks, shell_commands
 
@@ -113,20 +113,10 @@ def test_a_cluster_over_two_machines_as_the_page_says(tmp_path):
                                   timeout=60)  # fmt: skip
             # "xparl stop (on the first machine) stops the master, its local worker and the workers other machines
             # added": the second machine's worker ends by itself (killed here only if it did not, then failing)
-            alive = [pid for pid in worker_b_pids if _wait_gone(pid, 20.0)]
-            for pid in alive:
-                os.kill(pid, 9)
+            _, alive = psutil.wait_procs([psutil.Process(pid) for pid in worker_b_pids if psutil.pid_exists(pid)],
+                                         timeout=20.0)
+            for proc in alive:
+                proc.kill()
         assert stop.returncode == 0, stop.stdout + stop.stderr
-        assert not alive, f"the second machine's worker (pid {alive}) outlived xparl stop"
+        assert not alive, f"the second machine's worker ({alive}) outlived xparl stop"
 
-
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    """True when ``pid`` is still alive after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        time.sleep(0.2)
-    return True

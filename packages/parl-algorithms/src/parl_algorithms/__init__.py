@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pathlib
 from typing import Any
 
 __version__ = "3.0.0"
@@ -75,6 +76,13 @@ def load_algorithm(backend: str, name: str) -> Any:
             f"parl_algorithms.{other}.{name} (or `export PARL_BACKEND={other}`)"
         ) from err
     return getattr(impl, name)
+
+
+def _implemented(backend: str) -> list[str]:
+    """The algorithms ``parl_algorithms.<backend>`` implements (a module of that name is there), sorted: that
+    module's ``__all__``; the others raise ImportError naming the backend that has them (``load_algorithm``)."""
+    here = pathlib.Path(__file__).parent / backend
+    return sorted(name for name, module in _ALGORITHMS.items() if (here / f"{module}.py").exists())
 
 
 def __getattr__(name: str) -> Any:

@@ -1,14 +1,10 @@
 """Torch implementations of the PARL algorithms: ``parl_algorithms.torch.DQN`` ... (imported lazily)."""
 
-import pathlib
 from typing import Any
 
-from parl_algorithms import _ALGORITHMS, load_algorithm
+from parl_algorithms import _implemented, load_algorithm
 
-# the algorithms this backend implements (a module of that name is here); the others raise ImportError naming
-# the backend that has them (``load_algorithm``)
-_HERE = pathlib.Path(__file__).parent
-__all__ = sorted(name for name, module in _ALGORITHMS.items() if (_HERE / f"{module}.py").exists())
+__all__ = _implemented("torch")
 
 
 def __getattr__(name: str) -> Any:
