@@ -55,7 +55,7 @@ SIBLINGS = {
     "evokit": ["parl-remote", "evokit"],
     "parl": list(PACKAGES),
 }
-TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
+TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5")
 # Extra third-party packages a package's tests need (never part of its runtime dependencies).
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     # both backends: each test body runs on torch and on paddle (versions pinned by constraints.txt)
@@ -109,6 +109,10 @@ nox.options.sessions = ["lint", "tests", "integration", "wheels", "ray", "docs"]
 NOT_RAY = ("-m", "not ray")
 # The slowest tests of each session in its log: where CI's time goes (the whole test command has a 45-minute budget).
 DURATIONS = ("--durations=10",)
+# Tests run on every CPU (pytest-xdist, one worker per CPU; work stealing evens out the slow example tests): on this
+# project's 2-core CI machine the test sessions take a third of their serial time (parl-algorithms: 17 -> 5 min), most
+# tests waiting on subprocesses, clusters and sockets. `nox -s tests -- -n 0` runs them serially.
+PARALLEL = ("-n", "auto", "--dist", "worksteal")
 
 
 def _spec(folder: str) -> str:
@@ -154,7 +158,8 @@ def tests(session: nox.Session, package: str) -> None:
         # The browser tests drive Debian's chromium (no browser download works here); idempotent.
         session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
     env = {"PYTHONHASHSEED": "0", **({"PARL_BACKEND": "torch"} if package == "parl" else {})}
-    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *DURATIONS, *session.posargs, env=env)
+    session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *DURATIONS, *PARALLEL, *session.posargs,
+                env=env)
 
 
 @nox.session
@@ -163,7 +168,8 @@ def integration(session: nox.Session) -> None:
     install_tree(session, list(PACKAGES), *TEST_DEPS, *INTEGRATION_DEPS)
     # both frameworks are installed (PARL's default is then paddle): the PARL 2.x torch code of tests/ selects torch,
     # as PARL's users do; the paddle programs (the course, examples/QuickStart and DQN) set PARL_BACKEND=paddle
-    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *DURATIONS, *session.posargs, env={"PARL_BACKEND": "torch"})
+    session.run("pytest", str(ROOT / "tests"), *NOT_RAY, *DURATIONS, *PARALLEL, *session.posargs,
+                env={"PARL_BACKEND": "torch"})
 
 
 @nox.session
@@ -250,7 +256,8 @@ def docs(session: nox.Session) -> None:
     session.run("sphinx-build", "-E", "-W", "--keep-going", "-q", "-b", "html", str(ROOT / "docs"), str(html),
                 env=env)
     session.log(f"the site: {html / 'index.html'}")
-    session.run("pytest", str(ROOT / "docs" / "tests"), "-p", "no:cacheprovider", *session.posargs,
+    session.run("pytest", str(ROOT / "docs" / "tests"), "-p", "no:cacheprovider", *DURATIONS, *PARALLEL,
+                *session.posargs,
                 env={**env, "PARL_DOCS_HTML": str(html)})
 
 
