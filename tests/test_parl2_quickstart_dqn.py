@@ -116,9 +116,20 @@ def test_vendored_files_are_parls():
 
 
 PARL_DIGESTS = {
+    "DDPG/mujoco_agent.py": "1c571e329c306194",
+    "DDPG/mujoco_model.py": "25f3a3382eaf06db",
+    "DDPG/train.py": "c06e5e2039b33f52",
     "DQN/cartpole_agent.py": "8095addcbe2ea926",
     "DQN/cartpole_model.py": "c2aaaec78f6caad3",
     "DQN/train.py": "f21c427a0298298c",
+    "QMIX/env_wrapper.py": "5d3f7f3a5d5719df",
+    "QMIX/qmix_agent.py": "61f3add984b679f3",
+    "QMIX/qmix_config.py": "207b48474c72c226",
+    "QMIX/qmixer_model.py": "6951f874b1a027ca",
+    "QMIX/replay_buffer.py": "614ea2efb235ebaf",
+    "QMIX/rnn_model.py": "82f399c2fba90674",
+    "QMIX/train.py": "c5933003e3277ba7",
+    "QMIX/utils.py": "a6348bdb31bb4e18",
     "QuickStart/cartpole_agent.py": "b5a758ceab531323",
     "QuickStart/cartpole_model.py": "f5bb3b9c2d4d612e",
     "QuickStart/train.py": "946f6b04381d63ad",

@@ -222,14 +222,12 @@ SERIALIZE = (
     "serialization errors are parl.remote.exceptions.RemoteSerializeError (parl_remote.errors.SerializationError)"
 )
 HANDLERS = "use the logging.Logger that parl.utils.logger.get_logger() returns to manage handlers"
-VISUALDL = "a backend module of parl.utils.summary (use parl.utils.summary, tensorboardX; VisualDL is not supported)"
 
 # module -> reason, for a whole PARL module that is not offered (none of its names are then)
 ABSENT_MODULES = {
     "parl.utils.deprecation": "PARL's internal decorator for its own deprecated APIs",
     "parl.utils.exceptions": SERIALIZE,
     "parl.utils.path_utils": "xparl's internal helper (Windows paths of shipped files)",
-    "parl.utils.visualdl": VISUALDL,
 }
 
 # (module, name) -> reason

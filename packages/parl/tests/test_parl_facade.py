@@ -48,6 +48,21 @@ def test_utils_tensorboard_is_parls_name_for_the_summary_writer(tmp_path):
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
 
 
+def test_utils_visualdl_is_parls_name_for_the_summary_writer(tmp_path):
+    """PARL 2.2.1's paddle ``examples/AlphaZero`` writes ``from parl.utils import visualdl`` (it stopped there with
+    ``ImportError``); its scalars reach the one writer of ``parl.utils.summary`` (tensorboard event files)."""
+    out = run("from parl.utils import logger, visualdl, summary\n"
+              f"summary.set_logdir({str(tmp_path)!r})\n"
+              "visualdl.add_scalar('perfect_moves_rate', 0.5, 1)\n"
+              "visualdl.flush()\n"
+              "print(visualdl.add_scalar is summary.add_scalar, visualdl.close is summary.close,\n"
+              "      sorted(visualdl.__all__) == ['add_histogram', 'add_scalar', 'close', 'flush'])\n"
+              "visualdl.close()")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"] * 3
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+
+
 def test_core_classes_and_algorithms_are_reexported():
     import parl
     import parl_algorithms
