@@ -60,7 +60,8 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3")
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     # both backends: each test body runs on torch and on paddle (versions pinned by constraints.txt)
     "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15", "paddlepaddle>=3.0", "minatar>=1.0.15",
-                  "envpool>=1.2", "ale-py>=0.9", "opencv-python-headless>=4.8"),  # EnvPoolAtari vs wrap_deepmind
+                  "envpool>=1.2", "ale-py>=0.9", "opencv-python-headless>=4.8",  # EnvPoolAtari vs wrap_deepmind
+                  "gymnasium[mujoco]>=1.0"),  # EnvPoolMuJoCo vs gymnasium's MuJoCo tasks
     "parl-algorithms": ("torch>=2.1", "paddlepaddle>=3.0",
                         "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari: wrap_deepmind, examples/impala
                         "minatar>=1.0.15",  # MinAtar: the distributed examples' small games
