@@ -86,6 +86,7 @@ INTEGRATION_DEPS = (
     "paddlepaddle>=3.0", "box2d>=2.3.10",
     "minatar>=1.0.15",  # tests/test_example_dqn_variants.py: MinAtar Breakout
     "opensim>=4.6",  # examples/neurips2018_prosthetics (tests/test_example_prosthetics.py; parl[prosthetics])
+    "envpool>=1.2", "gymnasium[mujoco]>=1.0",  # examples/es_mujoco --envpool (tests/test_example_es_mujoco_envpool.py)
 )
 
 

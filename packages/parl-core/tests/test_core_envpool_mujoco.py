@@ -96,3 +96,23 @@ def test_free_floating_torso_differs_as_documented():
     diff = np.abs(obs_p[1] - obs_g[1])[0]
     assert 1e-12 < diff.max() < 1e-4
     assert diff[5:13].max() < 1e-12  # the hinge joints' angles agree
+
+
+def test_step_envs_steps_only_the_given_envs_in_their_order():
+    """ES's lockstep episodes: ``step_envs`` moves envs [2, 0] (rows in that order) and leaves env 1 as it was."""
+    pytest.importorskip("envpool")
+    pool = EnvPoolMuJoCo("Hopper-v5", 3, reset_noise_scale=0.0)
+    ref = gym.make("Hopper-v5", reset_noise_scale=0.0)
+    first = ref.reset(seed=0)[0]
+    np.testing.assert_array_equal(pool.reset()[0], np.stack([first] * 3))
+    a0, a2 = np.full(3, 0.5), np.full(3, -0.5)
+    obs, reward, terminated, truncated = pool.step_envs(np.stack([a2, a0]), np.array([2, 0]))
+    assert obs.shape == (2, 11) and reward.shape == terminated.shape == truncated.shape == (2,)
+    expected = []
+    for action in (a2, a0):
+        ref.reset(seed=0)
+        expected.append(ref.step(action)[0])
+    np.testing.assert_allclose(obs, np.stack(expected), rtol=0, atol=1e-12)
+    obs_all = pool.step(np.stack([a0, a0, a0]))[0]  # env 1's first step now: as env 0's was
+    np.testing.assert_allclose(obs_all[1], expected[1], rtol=0, atol=1e-12)
+    pool.close()

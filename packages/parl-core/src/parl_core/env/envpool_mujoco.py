@@ -130,5 +130,27 @@ class EnvPoolMuJoCo(gym.vector.VectorEnv):
         return (np.asarray(obs, np.float64), np.asarray(reward, np.float64), terminated.astype(bool),
                 truncated.astype(bool), {})
 
+    def step_envs(self, actions: np.ndarray, env_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                          np.ndarray]:
+        """Step only envs ``env_ids`` (the others keep their state): for episodes played in lockstep until each
+        ends, where an env whose episode ended is not stepped again before the next :meth:`reset`.
+
+        Args:
+            actions: float ``[n, act_dim]``, row ``k`` for env ``env_ids[k]``.
+            env_ids: int ``[n]``, distinct, in ``0..E-1``.
+
+        Returns:
+            ``(obs float64 [n, obs_dim], reward float64 [n], terminated bool [n], truncated bool [n])`` in the
+            order of ``env_ids``.
+        """
+        env_ids = np.asarray(env_ids, np.int32).reshape(-1)
+        actions = np.asarray(actions, np.float64).reshape(len(env_ids), *self.single_action_space.shape)
+        obs, reward, terminated, truncated, info = self._pool.step(actions, env_ids)
+        if not np.array_equal(info["env_id"], env_ids):  # the pool answered in its own order
+            order = np.argsort(info["env_id"])[np.argsort(np.argsort(env_ids))]
+            obs, reward, terminated, truncated = obs[order], reward[order], terminated[order], truncated[order]
+        return (np.asarray(obs, np.float64), np.asarray(reward, np.float64), terminated.astype(bool),
+                truncated.astype(bool))
+
     def close(self, **kwargs: Any) -> None:  # noqa: D102 (gymnasium's contract)
         self._pool.close()
