@@ -163,7 +163,8 @@ def main() -> None:
                     path = "envpool" if envpool_path else "gymnasium"
                     row = table.setdefault((task, f"es actor {2 * args.pairs} episodes"), {})
                     row.setdefault(path, []).append(fps)
-                    row.setdefault(f"{path}_return", []).extend(returns)
+                    if r == 0:  # every round plays the same perturbations: their returns once
+                        row.setdefault(f"{path}_return", []).extend(returns)
                     print(json.dumps({"task": task, "measure": "es", "round": r, "path": path,
                                       "steps_per_s": round(fps, 1), "mean_return": round(float(np.mean(returns)), 2),
                                       "loadavg": loadavg()}), flush=True)
