@@ -16,7 +16,7 @@ MuJoCo 4.0, both with ``reset_noise_scale=0``, the same actions):
   float32; given here as float64: absolute difference <= 1e-6); a chaotic task (HalfCheetah) then amplifies
   the round-off, as it would between two MuJoCo builds (1e-6 after ~60 steps).
 - Ant, Humanoid, HumanoidStandup (a free-floating torso): the torso's orientation and angular velocity differ
-  by 1e-8 to 1e-4 after the first step (the free joint's integration in EnvPool's bundled MuJoCo), and the
+  by 1e-8 to 1e-4 after the first step (not traced further; EnvPool bundles its own MuJoCo build), and the
   trajectories part within ~10-20 steps: the same task, not the same numbers. :class:`EnvPoolMuJoCo` takes them
   only with ``allow_unmatched=True``.
 - Reacher, Pusher: EnvPool samples their goals differently (no ``reset_noise_scale``); not compared, not taken.
