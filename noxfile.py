@@ -60,7 +60,8 @@ TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5")
 EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     # both backends: each test body runs on torch and on paddle (versions pinned by constraints.txt)
     "parl-core": ("tbparse>=0.0.9", "tensorboard>=2.15", "paddlepaddle>=3.0", "minatar>=1.0.15",
-                  "envpool>=1.2", "ale-py>=0.9", "opencv-python-headless>=4.8"),  # EnvPoolAtari vs wrap_deepmind
+                  "envpool>=1.2", "ale-py>=0.9", "opencv-python-headless>=4.8",  # EnvPoolAtari vs wrap_deepmind
+                  "gymnasium[mujoco]>=1.0"),  # EnvPoolMuJoCo vs gymnasium's MuJoCo tasks
     "parl-algorithms": ("torch>=2.1", "paddlepaddle>=3.0",
                         "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari: wrap_deepmind, examples/impala
                         "minatar>=1.0.15",  # MinAtar: the distributed examples' small games
@@ -85,6 +86,7 @@ INTEGRATION_DEPS = (
     "paddlepaddle>=3.0", "box2d>=2.3.10",
     "minatar>=1.0.15",  # tests/test_example_dqn_variants.py: MinAtar Breakout
     "opensim>=4.6",  # examples/neurips2018_prosthetics (tests/test_example_prosthetics.py; parl[prosthetics])
+    "envpool>=1.2", "gymnasium[mujoco]>=1.0",  # examples/es_mujoco --envpool (tests/test_example_es_mujoco_envpool.py)
 )
 
 

@@ -1,10 +1,13 @@
-"""Atari actor throughput: examples/impala's actor on EnvPool (``--envpool``) against the gymnasium path.
+"""Atari actor throughput: examples/impala's and examples/a2c_distributed's actors on EnvPool (``--envpool``)
+against the gymnasium path.
 
-One actor of examples/impala (its class, in this process, one torch thread: what one actor process does)
-plays ``--envs-per-actor`` games in unrolls of ``--unroll-length`` steps with its conv policy, on
-``wrap_deepmind`` envs stepped in Python and on ``parl.env.EnvPoolAtari`` (one EnvPool thread), in
-alternating rounds of ``--window-s`` seconds after one warm-up unroll. Also measured: the envs alone
-(random actions, no policy). Frames = 4 x agent steps. Prints ``/proc/loadavg``, one JSON line per
+One actor of examples/impala (``--example impala``, the default) or examples/a2c_distributed (``--example
+a2c``), its class in this process with one torch thread (what one actor process does), plays
+``--envs-per-actor`` games in unrolls of ``--unroll-length`` steps with its conv policy, on ``wrap_deepmind``
+envs stepped in Python (IMPALA: a loop over E envs, 42x42 frames; A2C: a gymnasium sync vector env, 84x84
+frames) and on ``parl.env.EnvPoolAtari`` (one EnvPool thread), in alternating rounds of ``--window-s``
+seconds (the order of the two paths flips every round) after one warm-up unroll. Also measured: the envs
+alone (random actions, no policy). Frames = 4 x agent steps. Prints ``/proc/loadavg``, one JSON line per
 measurement and the EnvPool / gymnasium ratios (median over rounds).
 
 ``--impala``: instead, whole IMPALA runs (bench_impala.py's learner loop, ``--actors`` actor processes on an
@@ -14,12 +17,14 @@ over a window after a warm-up.
 Usage::
 
     python benchmarks/distributed/bench_envpool.py --games PongNoFrameskip-v4 BreakoutNoFrameskip-v4 --rounds 3
+    python benchmarks/distributed/bench_envpool.py --example a2c --rounds 3 --window-s 10
     python benchmarks/distributed/bench_envpool.py --impala --games PongNoFrameskip-v4 --rounds 2 --window-s 60
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -30,21 +35,38 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_impala import load_example, loadavg
+from bench_impala import ROOT, loadavg
+from bench_impala import load_example as load_impala
 
 FRAME_SKIP = 4
 
 
+def load_example(name: str):
+    """examples/<name>/train.py as a module (``impala`` or ``a2c_distributed``)."""
+    if name == "impala":
+        return load_impala()
+    spec = importlib.util.spec_from_file_location(f"{name}_train", ROOT / "examples" / name / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"{name}_train"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def actor_fps(ex, env_id: str, use_envpool: bool, args: argparse.Namespace, seed: int) -> float:
-    """Frames/s of one examples/impala actor's ``sample`` calls over ``args.window_s`` seconds."""
+    """Frames/s of one actor's ``sample`` calls (examples/impala's or examples/a2c_distributed's) over
+    ``args.window_s`` seconds."""
     cfg = dict(ex.CONFIGS["atari"])
     actor = ex.Actor._original(env_id, args.envs_per_actor, args.unroll_length, cfg, seed, use_envpool)
-    actor.sample(None)  # warm-up
+    a2c = args.example == "a2c"
+    weights = actor.alg.model.get_weights() if a2c else None  # A2C's actor loads the weights of every call
+    actor.sample(weights)  # warm-up
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < args.window_s:
-        steps += actor.sample(None)["rewards"].size
+        steps += actor.sample(weights)["actions"].size
     elapsed = time.perf_counter() - start
-    if actor.pool is not None:
+    if a2c:
+        actor.envs.close()
+    elif actor.pool is not None:
         actor.pool.close()
     return FRAME_SKIP * steps / elapsed
 
@@ -55,6 +77,17 @@ def env_fps(ex, env_id: str, use_envpool: bool, args: argparse.Namespace, seed: 
 
     E, dim = args.envs_per_actor, ex.CONFIGS["atari"]["dim"]
     rng = np.random.default_rng(seed)
+    if args.example == "a2c":  # the actor's vector env: gymnasium's sync one (next-step resets) or EnvPoolAtari
+        envs = ex.make_envs(env_id, E, ex.CONFIGS["atari"], use_envpool=use_envpool, seed=seed)
+        envs.reset(seed=None if use_envpool else seed)
+        n = envs.single_action_space.n
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < args.window_s:
+            envs.step(rng.integers(n, size=E))
+            steps += E
+        elapsed = time.perf_counter() - start
+        envs.close()
+        return FRAME_SKIP * steps / elapsed
     if use_envpool:
         pool = EnvPoolAtari(env_id, E, dim=dim, seed=seed)
         pool.reset()
@@ -135,17 +168,27 @@ def impala_runs(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", nargs="+", default=["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4"])
-    parser.add_argument("--envs-per-actor", type=int, default=8)
-    parser.add_argument("--unroll-length", type=int, default=50)
+    parser.add_argument("--example", choices=("impala", "a2c"), default="impala",
+                        help="whose actor: examples/impala (42x42) or examples/a2c_distributed (84x84)")
+    parser.add_argument("--envs-per-actor", type=int, default=None,
+                        help="E (default: the example's Atari setting: IMPALA 8, A2C 5)")
+    parser.add_argument("--unroll-length", type=int, default=None,
+                        help="T (default: the example's Atari setting: IMPALA 50, A2C 20)")
     parser.add_argument("--window-s", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--impala", action="store_true", help="whole IMPALA runs (learner frames/s) instead")
     parser.add_argument("--actors", type=int, default=2, help="--impala: actor processes")
     args = parser.parse_args()
+    if args.impala and args.example != "impala":
+        parser.error("--impala runs whole IMPALA runs; leave --example at impala")
+    defaults = {"impala": (8, 50), "a2c": (5, 20)}[args.example]
+    args.envs_per_actor = args.envs_per_actor or defaults[0]
+    args.unroll_length = args.unroll_length or defaults[1]
     torch.set_num_threads(1)
     print(
         json.dumps(
             {
+                "example": args.example,
                 "loadavg": loadavg(),
                 "envs_per_actor": args.envs_per_actor,
                 "unroll_length": args.unroll_length,
@@ -157,12 +200,12 @@ def main() -> None:
     if args.impala:
         impala_runs(args)
         return
-    ex = load_example()
+    ex = load_example("impala" if args.example == "impala" else "a2c_distributed")
     results: dict[tuple[str, str, str], list[float]] = {}
     for game in args.games:
         for r in range(args.rounds):
             for what, measure in (("actor", actor_fps), ("envs", env_fps)):
-                for path in ("gymnasium", "envpool"):
+                for path in ("gymnasium", "envpool") if r % 2 == 0 else ("envpool", "gymnasium"):
                     fps = measure(ex, game, path == "envpool", args, seed=100 * r)
                     results.setdefault((game, what, path), []).append(fps)
                     print(

@@ -21,6 +21,13 @@ Usage::
     xparl start --port 8010 --cpu-num 4
     python examples/a2c_distributed/train.py --address localhost:8010 --actors 4
     python examples/a2c_distributed/train.py --env PongNoFrameskip-v4 --actors 5   # Atari (PARL's config)
+    python examples/a2c_distributed/train.py --env PongNoFrameskip-v4 --envpool    # actors step EnvPool's C++ pool
+
+``--envpool`` (Atari only; ``pip install 'parl-core[envpool]'``): each actor plays its E games in one
+``parl.env.EnvPoolAtari`` (the same 84x84 frames, episodic life, clipped rewards and whole-game returns as
+``wrap_deepmind``, stepped in C++) instead of a gymnasium vector env of E ``wrap_deepmind`` envs. EnvPoolAtari
+resets a finished game in the same step (its observation is the next episode's first), so every transition of
+the unroll is trained on (``valid`` all True) and a game cut at EnvPool's step limit is not bootstrapped.
 
 Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
 tensorboard scalars (``train/*``, ``eval/return_mean``, ``time/env_steps_per_s``).
@@ -46,6 +53,7 @@ from parl.algorithms.torch import A3C  # torch, explicitly: an actor process doe
 from parl.env import is_minatar, make_minatar
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
+from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
 
@@ -67,13 +75,18 @@ def is_atari(env_id: str) -> bool:
     return "NoFrameskip" in env_id or env_id.startswith("ALE/")
 
 
-def make_envs(env_id: str, num_envs: int, cfg: dict) -> gym.vector.VectorEnv:
+def make_envs(env_id: str, num_envs: int, cfg: dict, *, use_envpool: bool = False,
+              seed: int = 0) -> gym.vector.VectorEnv:
     """E envs stepped together; a finished env resets on the NEXT step (gymnasium's default autoreset).
 
     Atari ids get DeepMind's preprocessing (``parl.env.atari_wrappers.wrap_deepmind``, imported only here:
     observations uint8 [4, 84, 84], rewards clipped, a lost life ends an episode for bootstrapping); the
     other envs use their native vector env where they have one (CartPole: numpy over all envs at once).
+    ``use_envpool`` (Atari): the same observations from one ``EnvPoolAtari`` (games seeded ``seed + i``),
+    which resets a finished game in the SAME step instead.
     """
+    if use_envpool:
+        return EnvPoolAtari(env_id, num_envs, dim=cfg["dim"], obs_format="NCHW", seed=seed)
     if is_atari(env_id):
         import ale_py
 
@@ -154,13 +167,14 @@ def build_algorithm(envs: gym.vector.VectorEnv, env_id: str, cfg: dict, device: 
 class Actor:
     """E envs and a copy of the policy in a process of its own; one ``sample`` call = one unroll of T steps."""
 
-    def __init__(self, env_id: str, num_envs: int, unroll_length: int, cfg: dict, seed: int):
+    def __init__(self, env_id: str, num_envs: int, unroll_length: int, cfg: dict, seed: int,
+                 use_envpool: bool = False):
         torch.set_num_threads(1)
         torch.manual_seed(seed)
-        self.envs = make_envs(env_id, num_envs, cfg)
+        self.envs = make_envs(env_id, num_envs, cfg, use_envpool=use_envpool, seed=seed)
         self.alg = build_algorithm(self.envs, env_id, cfg)
-        self.cfg, self.T, self.atari = cfg, unroll_length, is_atari(env_id)
-        self.obs, _ = self.envs.reset(seed=seed)
+        self.cfg, self.T, self.atari, self.envpool = cfg, unroll_length, is_atari(env_id), use_envpool
+        self.obs, _ = self.envs.reset(seed=None if use_envpool else seed)  # EnvPoolAtari is seeded when built
         self.prev_done = np.zeros(num_envs, bool)  # the env resets on this step: its transition is not real
         self.ep_return = np.zeros(num_envs)
 
@@ -169,6 +183,8 @@ class Actor:
         return os.getpid()
 
     def _finished_returns(self, done: np.ndarray) -> list[float]:
+        if self.envpool:  # whole games with unclipped rewards, counted by EnvPoolAtari
+            return [r for r, _ in self.envs.next_episode_results()]
         if self.atari:  # whole games with unclipped rewards, from PARL's MonitorEnv inside wrap_deepmind
             from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls
 
@@ -200,9 +216,13 @@ class Actor:
                 actions[t], values[t] = action.cpu().numpy(), value.cpu().numpy()
                 self.obs, rewards[t], terminated[t], truncated[t], _ = self.envs.step(actions[t])
                 self.ep_return += rewards[t]
-                self.prev_done = terminated[t] | truncated[t]
-                if self.prev_done.any():  # `self.obs` holds the final observations; reset on the next step
-                    returns += self._finished_returns(self.prev_done)
+                done = terminated[t] | truncated[t]
+                if self.envpool:  # reset in the same step: `self.obs` is the next episode's, every step is real
+                    terminated[t], truncated[t] = done, False  # no final observation to bootstrap a cut game from
+                else:
+                    self.prev_done = done
+                if done.any():  # gymnasium: `self.obs` holds the final observations; reset on the next step
+                    returns += self._finished_returns(done)
             values[T] = self.alg.value(torch.as_tensor(self.obs, dtype=torch.float32)).cpu().numpy()
         # next value of step t = V(obs of step t+1), which for an env that ended at t is its final observation
         advantages, target_values = compute_gae(rewards, values[:T], values[1:], terminated, truncated,
@@ -265,10 +285,16 @@ def main() -> None:
     parser.add_argument("--logdir", default=None, help="default: runs/a2c_distributed/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
+    parser.add_argument("--envpool", action="store_true",
+                        help="Atari: actors step their games in EnvPool (pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args()
     if args.actors < 1:
         parser.error("--actors must be >= 1")
+    if args.envpool and not is_atari(args.env):
+        parser.error(f"--envpool runs Atari games ('<Game>NoFrameskip-v4'), not {args.env}")
+    if args.envpool and not envpool_available():
+        parser.error(INSTALL_HINT)
     cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
     if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
         cfg.update(total_steps=5_000_000, target_return=float("inf"), eval_trigger=float("inf"))
@@ -283,7 +309,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     start = time.perf_counter()
 
-    probe = make_envs(args.env, 1, cfg)
+    probe = make_envs(args.env, 1, cfg, use_envpool=args.envpool)
     alg = build_algorithm(probe, args.env, cfg, args.device)
     probe.close()
     if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
@@ -295,7 +321,8 @@ def main() -> None:
     generation = [0] * args.actors  # how many actors each slot has had (a replacement gets other env seeds)
 
     def new_actor(slot: int) -> Actor:
-        actor = Actor(args.env, E, T, cfg, seed=args.seed * 100_000 + slot * 1000 + generation[slot] * 100)
+        actor = Actor(args.env, E, T, cfg, seed=args.seed * 100_000 + slot * 1000 + generation[slot] * 100,
+                      use_envpool=args.envpool)
         generation[slot] += 1
         logger.info("actor %d started, pid=%d", slot, actor.pid().result())
         return actor
@@ -354,7 +381,7 @@ def main() -> None:
     wall_s = time.perf_counter() - start
     result = {"device": str(alg.device),
               "env": args.env, "algorithm": "A2C", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
-              "unroll_length": T, "eval_return_mean": eval_mean,
+              "unroll_length": T, "envpool": args.envpool, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
               "actors_ready_s": round(actors_ready_s, 3),

@@ -3,6 +3,9 @@
 One ``sample`` call evaluates ``2 * pairs`` perturbations of the learner's iteration (mirrored pairs drawn by an
 EvoKit sampling clone from the machine's shared noise table), all episodes in lockstep: one batched policy
 forward per step for every live episode, so a small MLP costs one numpy call per step, not one per episode.
+With ``hp["envpool"]`` the episodes' envs are one ``parl.env.EnvPoolMuJoCo`` (the same task in EnvPool's C++
+pool, each step one call for every live episode); their initial states come from EnvPool's generator (seeded by
+the actor), not from ``episode_seed``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class ESActor:
         self.filter = MeanStdFilter((self.obs_dim,), update_prob=hp["filter_update_prob"], seed=actor_id)
         self.rng = np.random.default_rng([hp["seed"], actor_id])
         self.envs: list[gym.Env] = []
+        self.pool = None  # hp["envpool"]: one EnvPoolMuJoCo of as many envs as episodes per call
+        self.pool_seed = hp["seed"] * 1_000_003 + actor_id * 10_007
         self.timers = {"env": 0.0, "policy": 0.0, "noise": 0.0}
 
     def _envs(self, n: int) -> list[gym.Env]:
@@ -74,10 +79,23 @@ class ESActor:
             slot.set_flat(p)
         return lambda obs, live: np.stack([self.slots[j].predict(obs[k:k + 1])[0] for k, j in enumerate(live)])
 
+    def _envpool(self, n: int):
+        if self.pool is None or self.pool.num_envs != n:
+            from parl_core.env.envpool_mujoco import EnvPoolMuJoCo
+
+            if self.pool is not None:
+                self.pool.close()
+            self.pool = EnvPoolMuJoCo(self.env_name, n, seed=self.pool_seed + n)
+        return self.pool
+
     def rollouts(self, act, n: int, episode_seed: int, update_filter: bool, noise_std: float) -> tuple:
         """Play one episode per policy, all in lockstep; return ``(returns float64 [n], lengths int64 [n])``."""
-        envs = self._envs(n)
-        obs = np.stack([env.reset(seed=episode_seed + k)[0] for k, env in enumerate(envs)])
+        if self.hp.get("envpool"):
+            pool = self._envpool(n)
+            obs = pool.reset()[0]
+        else:
+            envs = self._envs(n)
+            obs = np.stack([env.reset(seed=episode_seed + k)[0] for k, env in enumerate(envs)])
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
         live = np.arange(n)
         while live.size:
@@ -87,6 +105,15 @@ class ESActor:
                 actions = actions + noise_std * self.rng.standard_normal(actions.shape)
             actions = np.clip(actions, self.act_low, self.act_high)
             t1 = time.perf_counter()
+            if self.hp.get("envpool"):  # the live episodes' envs in one call
+                obs, rewards, terminated, truncated = pool.step_envs(actions, live)
+                returns[live] += rewards
+                lengths[live] += 1
+                keep = ~(terminated | truncated)
+                self.timers["policy"] += t1 - t0
+                self.timers["env"] += time.perf_counter() - t1
+                live, obs = live[keep], obs[keep]
+                continue
             keep, next_obs = [], []
             for k, j in enumerate(live):
                 o, r, terminated, truncated, _ = envs[j].step(actions[k])

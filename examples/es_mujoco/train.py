@@ -99,8 +99,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="how long creating an actor waits for a free CPU")
     parser.add_argument("--init_model", default=None,
                         help="start from a saved <logdir>/model directory (policy and observation filter)")
+    parser.add_argument("--envpool", action="store_true",
+                        help="actors step the episodes in EnvPool (matched MuJoCo tasks, e.g. HalfCheetah-v5; "
+                             "pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true")
-    return parser.parse_args(argv)
+    hp = parser.parse_args(argv)
+    if hp.envpool:
+        from parl_core.env.envpool_atari import INSTALL_HINT, envpool_available
+        from parl_core.env.envpool_mujoco import MATCHED_TASKS
+
+        if hp.env_name not in MATCHED_TASKS:
+            parser.error(f"--envpool runs the MuJoCo tasks EnvPool matches ({', '.join(sorted(MATCHED_TASKS))}), "
+                         f"not {hp.env_name}")
+        if not envpool_available():
+            parser.error(INSTALL_HINT)
+    return hp
 
 
 def load_hp_file(path: str) -> dict:
@@ -163,8 +176,8 @@ class ActorPool:
 
         self.errors = (parl_remote.ActorDiedError,)
         self.hp, self.config_text = hp, config_text
-        self.hp_dict = {k: getattr(hp, k) for k in ("env_name", "hidden", "backend", "filter_update_prob",
-                                                     "action_noise_std", "eval_prob", "seed")}
+        self.hp_dict = {k: getattr(hp, k) for k in ("env_name", "envpool", "hidden", "backend",
+                                                     "filter_update_prob", "action_noise_std", "eval_prob", "seed")}
         if hp.cluster:
             parl_remote.connect(hp.cluster, resource_wait_s=hp.resource_wait_s)
         else:
@@ -323,7 +336,7 @@ def main(argv: list[str] | None = None) -> dict:
     np.savez(os.path.join(hp.logdir, "model", "obs_filter.npz"), **obs_filter.state_dict())
     summary = {
         "env": hp.env_name, "algorithm": "ES (evokit BASIC_ES)", "seed": hp.seed, "actor_num": hp.actor_num,
-        "backend": hp.backend, "hidden": hp.hidden, "num_params": agent.num_params,
+        "backend": hp.backend, "hidden": hp.hidden, "num_params": agent.num_params, "envpool": hp.envpool,
         "eval_return_mean": final_return, "eval_episodes": hp.eval_episodes, "env_steps": env_steps,
         "eval_env_steps": eval_steps, "episodes": episodes, "generations": generation,
         "env_steps_per_s": env_steps / sampling_s, "episodes_per_s": episodes / sampling_s,

@@ -79,6 +79,71 @@ def test_a2c_distributed_actor_and_cnn_on_atari():
     assert all(math.isfinite(float(x)) for x in losses)
 
 
+def test_a2c_distributed_actor_envpool_and_gymnasium_unrolls_alike():
+    """``--envpool``: the actor's unroll from EnvPoolAtari has the gymnasium path's keys, shapes and dtypes and
+    the same first screens; every EnvPool transition is trained on (it resets a game in the same step)."""
+    pytest.importorskip("envpool")
+    train = load_example("a2c_distributed")
+    cfg = train.CONFIGS["atari"]
+    unrolls = []
+    for use_envpool in (False, True):
+        torch.manual_seed(0)
+        actor = train.Actor._original("PongNoFrameskip-v4", 2, 3, cfg, 0, use_envpool)
+        assert isinstance(actor.envs, train.EnvPoolAtari) is use_envpool
+        unrolls.append(actor.sample(actor.alg.model.get_weights()))
+    gym_unroll, pool_unroll = unrolls
+    assert gym_unroll.keys() == pool_unroll.keys()
+    for key in ("obs", "actions", "advantages", "target_values", "valid"):
+        assert pool_unroll[key].shape == gym_unroll[key].shape and pool_unroll[key].dtype == gym_unroll[key].dtype
+    assert pool_unroll["obs"].shape == (3, 2, 4, 84, 84) and pool_unroll["valid"].all()
+    # the same screen but the opponent's paddle and the score, which move during the 1..30 no-op frames (drawn by
+    # different generators; parl-core's test_core_envpool_atari.py compares frame by frame)
+    assert (pool_unroll["obs"][0] == gym_unroll["obs"][0]).mean() > 0.99
+
+
+def test_a2c_distributed_envpool_actor_across_lost_lives():
+    """Breakout on EnvPool: lost lives end episodes (no bootstrap: with lambda 1 the target of the last step of
+    a life is its clipped reward), whole games come back as episode returns, every step is trained on."""
+    pytest.importorskip("envpool")
+    train = load_example("a2c_distributed")
+    torch.manual_seed(0)
+    actor = train.Actor._original("BreakoutNoFrameskip-v4", 2, 400, train.CONFIGS["atari"], 0, True)
+    lives = []
+    step = actor.envs.step
+
+    def recording_step(actions):
+        out = step(actions)
+        lives.append(out[2].copy())  # terminated [E]: a lost life or the game's end
+        return out
+
+    actor.envs.step = recording_step
+    unroll = actor.sample(actor.alg.model.get_weights())
+    terminated = np.stack(lives)
+    assert unroll["valid"].all() and terminated.sum() >= 5  # a random Breakout player loses 5 lives in 400 steps
+    returns = unroll["episode_returns"]
+    assert len(returns) >= 1 and (returns >= 0).all() and (returns == np.round(returns)).all()  # whole games
+    assert set(np.unique(unroll["target_values"][terminated])) <= {0.0, 1.0}  # clipped reward, no bootstrap
+
+
+def test_a2c_distributed_envpool_tiny_budget(tmp_path):
+    """The ``--envpool`` run end to end (the gymnasium path's run is the CartPole one above): one actor, one update."""
+    pytest.importorskip("envpool")
+    result = run_example("a2c_distributed", tmp_path, "--env", "PongNoFrameskip-v4", "--envpool", "--actors", "1",
+                         "--total-steps", "100", "--target-return", "1e9")
+    assert result["envpool"] is True and result["envs_per_actor"] == 5 and result["unroll_length"] == 20
+    assert result["env_steps"] == 100 and result["updates"] == 1 and result["actors_replaced"] == 0
+    assert result["eval_source"] == "train_episodes" and result["interrupted"] is False
+
+
+def test_a2c_distributed_envpool_missing_names_the_extra():
+    code = ("import runpy, sys; sys.modules['envpool'] = None; "
+            "sys.argv = ['train.py', '--env', 'PongNoFrameskip-v4', '--envpool']; "
+            f"runpy.run_path({str(EXAMPLES / 'a2c_distributed' / 'train.py')!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "pip install 'parl-core[envpool]'" in proc.stderr
+
+
 def test_ga3c_actor_and_cnn_on_atari():
     train = load_example("ga3c")
     cfg = train.CONFIGS["atari"]

@@ -15,6 +15,8 @@
 - :class:`MAenv` (``multiagent_env``): PARL's MPE wrapper (lists in, lists out) on mpe2.
 - :class:`EnvPoolAtari` (``envpool_atari``): E Atari games on EnvPool's C++ pool with ``wrap_deepmind``'s
   preprocessing, as a gymnasium vector env with same-step auto-reset (``pip install 'parl-core[envpool]'``).
+- :class:`EnvPoolMuJoCo` (``envpool_mujoco``): gymnasium's MuJoCo tasks (HalfCheetah, Hopper, Walker2d, ... v4 /
+  v5) on EnvPool, as ``gym.make_vec`` gives them (same observations and rewards, next-step auto-reset).
 
 gymnasium (a dependency of parl-core) is imported when a helper is first used, not by ``import parl``; the
 multi-agent env packages (``pip install 'parl-core[marl]'``: mpe2, lbforaging, rware) when an env is made.
@@ -30,6 +32,7 @@ _HOMES = {
     "ActionMappingWrapper": "continuous_wrappers",
     "CompatWrapper": "compat_wrappers",
     "EnvPoolAtari": "envpool_atari",
+    "EnvPoolMuJoCo": "envpool_mujoco",
     "MAenv": "multiagent_env",
     "MultiAgentEnv": "multiagent",
     "MultiAgentVectorEnv": "multiagent",
