@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import paddle
 from paddle import _C_ops
+from paddle.framework import _current_expected_place as _current_place
 
 from parl_algorithms._validation import positive, unit_interval
 from parl_core.paddle.algorithm import optimizer_parameters
@@ -252,7 +253,7 @@ def fast_adam_step(optimizer: paddle.optimizer.Optimizer) -> bool:
     with paddle.no_grad():
         if type(clip) is paddle.nn.ClipGradByGlobalNorm:
             norm = paddle.sqrt(paddle.stack([_C_ops.squared_l2_norm(g) for g in grads]).sum())
-            max_norm = paddle.full(shape=[1], dtype="float32", fill_value=clip.clip_norm)
+            max_norm = _C_ops.full([1], clip.clip_norm, paddle.float32, _current_place())  # (paddle.full's kernel)
             scale = paddle.divide(x=max_norm, y=paddle.maximum(x=norm, y=max_norm))
             grads = [paddle.multiply(g, scale) for g in grads]
         elif clip is not None:

@@ -85,7 +85,8 @@ class SAC(OffPolicyActorCritic):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise ValueError(f"{type(self).__name__} needs model.policy(obs) to return (mean, log_std), each float32 "
                              "[B, act_dim]; SAC is for continuous (Box) action spaces (use DQN / PPO for Discrete)")
-        return out[0], out[1].expand_as(out[0])
+        mean, log_std = out
+        return mean, (log_std if log_std.shape == mean.shape else log_std.expand_as(mean))
 
     def _sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         mean, log_std = self._policy(obs)
