@@ -82,7 +82,8 @@ def column(value: Any, name: str, batch: int, algo: str, dtype: str = "float32")
     if tensor.ndim != 1 or tensor.shape[0] != batch:
         raise ValueError(f"{algo}: {name} must have shape [B] or [B, 1] with B={batch} (the batch size of obs), "
                          f"got {tuple(tensor.shape)}")
-    return tensor.astype(dtype)
+    target = getattr(paddle, dtype)
+    return tensor if tensor.dtype is target or tensor.dtype == target else tensor.astype(dtype)
 
 
 def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> paddle.Tensor:
