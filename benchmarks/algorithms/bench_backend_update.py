@@ -3,11 +3,14 @@
 The networks are the examples' own (``examples/dqn``, ``examples/sac``, built for the chosen backend), the
 batches random but fixed; each pass runs ``--updates`` learn calls after 20 warm-up calls, and the minimum
 over ``--passes`` passes is reported (the minimum is the least disturbed by other jobs on a shared machine).
+With ``both`` as the backend, torch and paddle workers (one process each) alternate for ``--rounds`` rounds and
+the ratio paddle / torch of the two minima is printed.
 
 Usage::
 
     python benchmarks/algorithms/bench_backend_update.py dqn torch
     python benchmarks/algorithms/bench_backend_update.py sac paddle --profile
+    OMP_NUM_THREADS=1 python benchmarks/algorithms/bench_backend_update.py dqn both --rounds 3
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import argparse
 import cProfile
 import importlib.util
 import pstats
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -59,11 +65,19 @@ def build(algo: str, backend: str, rng: np.random.Generator):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("algo", choices=("dqn", "sac"))
-    parser.add_argument("backend", choices=("torch", "paddle"))
+    parser.add_argument("backend", choices=("torch", "paddle", "both"))
+    parser.add_argument("--rounds", type=int, default=3, help="with 'both': torch / paddle worker pairs, alternating")
     parser.add_argument("--updates", type=int, default=100, help="learn() calls per pass")
     parser.add_argument("--passes", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 35 (cumulative) of one pass")
     args = parser.parse_args()
+    if args.backend == "both":
+        compare(args)
+        return
+    if args.backend == "torch":
+        import torch
+
+        torch.set_num_threads(1)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(0)
     alg, make_batch = build(args.algo, args.backend, np.random.default_rng(0))
@@ -80,8 +94,23 @@ def main() -> None:
         profiler = cProfile.Profile()
         profiler.runcall(lambda: [alg.learn(*batch) for batch in batches])
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
-    print(f"{args.algo} on {args.backend}: {best_ms:.2f} ms per learn() (min of {args.passes} passes of "
+    print(f"{args.algo} on {args.backend}: {best_ms:.3f} ms per learn() (min of {args.passes} passes of "
           f"{args.updates})")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Alternate torch and paddle worker processes; print each one's ms per update and the ratio of the minima."""
+    best = {}
+    for _ in range(args.rounds):
+        for backend in ("torch", "paddle"):
+            cmd = [sys.executable, __file__, args.algo, backend, "--updates", str(args.updates), "--passes",
+                   str(args.passes)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            ms = float(re.search(r"([0-9.]+) ms per learn", out).group(1))
+            print(f"{args.algo} {backend}: {ms:.3f} ms", flush=True)
+            best[backend] = min(best.get(backend, float("inf")), ms)
+    print(f"{args.algo}: torch {best['torch']:.3f} ms, paddle {best['paddle']:.3f} ms per update (min of "
+          f"{args.rounds} rounds): paddle / torch {best['paddle'] / best['torch']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ one JSON line per algorithm: milliseconds per ``learn()`` and per acting step (n
 ``paddle.to_tensor`` -> ``predict`` / ``sample`` -> numpy action, as PARL's agents do), each the minimum over
 ``--passes`` passes (the minimum is the least disturbed by other jobs on a shared machine). The default
 (driver) mode runs ours and PARL's workers alternately, pass by pass, and prints the table with ratios.
+``--ours-nets mlp`` builds our side's networks from ``parl_algorithms.paddle.nets.MLP`` (what our examples use:
+the same layers, sizes, activations and default initialisation as the ``nn.Linear`` stacks, one module call per
+network) instead of the ``nn.Linear`` code both sides share by default.
 
 PARL 2.2.1 runs on paddle only in this set-up: paddlepaddle 2.6.2, numpy < 2, ``PARL_BACKEND=paddle`` (its
 framework detection fails otherwise; on paddle 3.x its ``Model`` has no parameters).
@@ -43,9 +46,28 @@ SETTINGS = {
 }
 
 
-def _models(parl, paddle):
-    """The networks of PARL's QuickStart and examples, written once against the ``parl.Model`` API."""
+def _models(parl, paddle, nets="linear"):
+    """The networks of PARL's QuickStart and examples, written once against the ``parl.Model`` API
+    (``nets="mlp"``: their ``nn.Linear`` stacks as our ``parl_algorithms.paddle.nets.MLP``)."""
     nn, F = paddle.nn, paddle.nn.functional
+    if nets == "mlp":
+        from parl_algorithms.paddle.nets import MLP
+
+        class CartpoleMLP(parl.Model):
+            def __init__(self, obs_dim, act_dim):
+                super().__init__()
+                self.net = MLP([obs_dim, act_dim * 10, act_dim], activation="tanh")
+
+            def forward(self, x):
+                return F.softmax(self.net(x), axis=-1)
+
+        class QMLP(parl.Model):
+            def __init__(self, obs_dim, act_dim):
+                super().__init__()
+                self.net = MLP([obs_dim, 128, 128, act_dim])
+
+            def forward(self, obs):
+                return self.net(obs)
 
     class CartpoleModel(parl.Model):  # QuickStart: hidden = 10 * act_dim, tanh, softmax
         def __init__(self, obs_dim, act_dim):
@@ -65,6 +87,8 @@ def _models(parl, paddle):
             return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))
 
     def mlp(inp, out):
+        if nets == "mlp":
+            return MLP([inp, 256, 256, out])
         return nn.Sequential(nn.Linear(inp, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, out))
 
     class ActorCritic(parl.Model):  # examples/DDPG, TD3, SAC: 256-256 actor and critic(s)
@@ -95,12 +119,14 @@ def _models(parl, paddle):
         def get_critic_params(self):
             return self.q1.parameters() + (self.q2.parameters() if self.q2 is not None else [])
 
+    if nets == "mlp":
+        return CartpoleMLP, QMLP, ActorCritic
     return CartpoleModel, QModel, ActorCritic
 
 
-def _build(algo, parl, paddle, rng):
+def _build(algo, parl, paddle, rng, nets="linear"):
     """``(algorithm, learn_args, act)``: PARL's constructor call, one batch, one acting step."""
-    cartpole, qmodel, actor_critic = _models(parl, paddle)
+    cartpole, qmodel, actor_critic = _models(parl, paddle, nets)
     s = SETTINGS[algo]
     obs_dim, act_dim, b = s["obs_dim"], s["act_dim"], s["batch"]
     obs = rng.normal(size=(b, obs_dim)).astype(np.float32)
@@ -170,7 +196,7 @@ def _time_ms(fn, calls, passes):
     return best
 
 
-def worker(algos, updates, steps, passes):
+def worker(algos, updates, steps, passes, nets="linear"):
     """Run inside either Python: time every algorithm, print one JSON line each."""
     import warnings
 
@@ -183,7 +209,7 @@ def worker(algos, updates, steps, passes):
     for algo in algos:
         paddle.seed(0)
         rng = np.random.default_rng(0)
-        alg, args, act = _build(algo, parl, paddle, rng)
+        alg, args, act = _build(algo, parl, paddle, rng, nets)
         tensors = [paddle.to_tensor(a) for a in args]
         for _ in range(20):
             alg.learn(*tensors)
@@ -205,7 +231,7 @@ def worker(algos, updates, steps, passes):
         )
 
 
-def _run(python, env, algos, args):
+def _run(python, env, algos, args, nets="linear"):
     cmd = [
         python,
         __file__,
@@ -218,6 +244,8 @@ def _run(python, env, algos, args):
         str(args.steps),
         "--passes",
         str(args.passes),
+        "--ours-nets",
+        nets,
     ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -234,10 +262,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="acting steps per pass")
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2, help="ours / PARL worker pairs, alternating")
+    parser.add_argument("--ours-nets", choices=("linear", "mlp"), default="linear",
+                        help="our side's networks: the shared nn.Linear code, or parl_algorithms.paddle.nets.MLP")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.algos, args.updates, args.steps, args.passes)
+        worker(args.algos, args.updates, args.steps, args.passes, args.ours_nets)
         return
     if not args.parl_python:
         parser.error("--parl-python is required (the venv of benchmarks/requirements-parl221.txt)")
@@ -253,7 +283,7 @@ def main() -> None:
     best: dict[tuple[str, str], dict] = {}
     for _ in range(args.rounds):
         for side, (python, env) in sides.items():
-            for row in _run(python, env, args.algos, args):
+            for row in _run(python, env, args.algos, args, args.ours_nets if side == "ours" else "linear"):
                 key = (side, row["algo"])
                 if key not in best:
                     best[key] = row
@@ -262,7 +292,8 @@ def main() -> None:
                         best[key][k] = min(best[key][k], row[k])
     print(
         f"ours: paddle {best['ours', args.algos[0]]['paddle']}; PARL {best['parl', args.algos[0]]['parl']} "
-        f"(pip parl==2.2.1): paddle {best['parl', args.algos[0]]['paddle']}; load average {os.getloadavg()[0]:.1f}"
+        f"(pip parl==2.2.1): paddle {best['parl', args.algos[0]]['paddle']}; ours' networks: {args.ours_nets}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print("| algo | ms per update, ours / PARL | ratio PARL / ours | ms per acting step, ours / PARL | ratio |")
     print("|---|---|---|---|---|")

@@ -1,4 +1,6 @@
-"""The paddle algorithms' ``step`` (``fast_adam_step``) computes exactly what ``paddle.optimizer.Adam.step`` does."""
+"""The paddle fast paths compute exactly what paddle's own calls do: ``step`` (``fast_adam_step``) what
+``paddle.optimizer.Adam.step`` does, ``nets.MLP``'s direct ``_C_ops.linear`` what ``F.linear`` does,
+``host_float`` what ``float(tensor)`` does."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     paddle = pytest.importorskip("paddle")
 
-from parl_algorithms.paddle._common import adam, discrete_actions, fast_adam_step  # noqa: E402
+from parl_algorithms.paddle import nets  # noqa: E402
+from parl_algorithms.paddle._common import adam, discrete_actions, fast_adam_step, host_float  # noqa: E402
 
 
 def _net() -> paddle.nn.Layer:
@@ -66,3 +69,30 @@ def test_discrete_actions_checks_with_one_read():
         discrete_actions(np.array([0, 3]), 2, 3, "DQN")
     with pytest.raises(ValueError, match="shape"):
         discrete_actions(np.array([0, 1, 2]), 2, 3, "DQN")
+
+
+def test_mlp_direct_linear_is_bit_identical_to_f_linear(monkeypatch):
+    """The MLP's ``_C_ops.linear`` fast path (CPU-only paddle, dygraph) against ``F.linear``: same outputs and
+    gradients, bit for bit; on a CUDA build the fast path is off and ``F.linear`` runs."""
+    x = paddle.to_tensor(np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32))
+    runs = []
+    for cpu_only in (True, False):
+        monkeypatch.setattr(nets, "_cpu_only_build", lambda cpu_only=cpu_only: cpu_only)
+        paddle.seed(5)
+        net = nets.MLP([4, 16, 16, 3], activation="tanh")
+        out = net(x)
+        (out ** 2).sum().backward()
+        runs.append([out.numpy()] + [p.grad.numpy() for p in net.parameters()])
+    for fast, slow in zip(*runs, strict=True):
+        np.testing.assert_array_equal(fast, slow)
+    monkeypatch.undo()
+    assert nets._cpu_only_build() is (not paddle.is_compiled_with_cuda())
+
+
+def test_host_float_equals_float():
+    loss = (paddle.to_tensor(np.array([0.1, 0.7, 0.3], np.float32)) ** 2).mean()
+    assert host_float(loss) == float(loss) and isinstance(host_float(loss), float)
+    assert host_float(paddle.to_tensor(3)) == 3.0 and isinstance(host_float(paddle.to_tensor(3)), float)
+    assert host_float(2) == 2.0
+    with pytest.raises(ValueError, match="one element"):
+        host_float(paddle.to_tensor([1.0, 2.0]))

@@ -14,6 +14,7 @@ from parl_algorithms.paddle._common import (
     adam,
     column,
     discrete_actions,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -139,8 +140,8 @@ class A2C(Algorithm):
         if learning_rate is not None:
             set_lr(self.optimizer, learning_rate)
         step(self.optimizer, total_loss)
-        self.last_info = {"train/pi_loss": float(pi_loss), "train/vf_loss": float(vf_loss),
-                          "train/entropy": float(entropy)}
+        self.last_info = {"train/pi_loss": host_float(pi_loss), "train/vf_loss": host_float(vf_loss),
+                          "train/entropy": host_float(entropy)}
         return total_loss, pi_loss, vf_loss, entropy
 
     def get_info(self) -> dict[str, Any]:

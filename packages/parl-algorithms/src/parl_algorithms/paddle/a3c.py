@@ -17,6 +17,7 @@ from parl_algorithms.paddle._common import (
     column,
     discrete_actions,
     grad_norm,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -141,9 +142,9 @@ class A3C(Algorithm):
         total_loss.backward()
         norm = grad_norm(self.optimizer)
         self.optimizer.step()
-        self.last_info = {"train/total_loss": float(total_loss), "train/pi_loss": float(pi_loss),
-                          "train/vf_loss": float(vf_loss), "train/entropy": float(entropy),
-                          "train/grad_norm": float(norm)}
+        self.last_info = {"train/total_loss": host_float(total_loss), "train/pi_loss": host_float(pi_loss),
+                          "train/vf_loss": host_float(vf_loss), "train/entropy": host_float(entropy),
+                          "train/grad_norm": host_float(norm)}
         return total_loss.detach(), pi_loss.detach(), vf_loss.detach(), entropy.detach()
 
     def get_info(self) -> dict[str, Any]:

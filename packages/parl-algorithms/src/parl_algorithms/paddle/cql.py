@@ -9,7 +9,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_algorithms.paddle import functional
-from parl_algorithms.paddle._common import adam, positive, readable_shape_errors, step, two_q
+from parl_algorithms.paddle._common import adam, host_float, positive, readable_shape_errors, step, two_q
 from parl_algorithms.paddle.sac import SAC
 from parl_core.paddle import Model
 
@@ -113,8 +113,8 @@ class CQL(SAC):
             gap1, gap2 = penalty1 - self.lagrange_thresh, penalty2 - self.lagrange_thresh
             step(self.alpha_prime_optimizer, -0.5 * alpha_prime * (gap1.detach() + gap2.detach()))
             penalty1, penalty2 = alpha_prime.detach() * gap1, alpha_prime.detach() * gap2
-        self._last_penalty = float(penalty1 + penalty2)
-        self._last_bellman = float(bellman)  # floats, not tensors: tensor attributes are checkpoint state
+        self._last_penalty = host_float(penalty1 + penalty2)
+        self._last_bellman = host_float(bellman)  # floats, not tensors: tensor attributes are checkpoint state
         return bellman + penalty1 + penalty2, q1
 
     def _actor_loss(self, obs, action):
@@ -128,7 +128,7 @@ class CQL(SAC):
         new_action, log_prob = self._sample(obs)
         q1, q2 = two_q(self.model.value(obs, new_action), "CQL")
         min_q = paddle.minimum(q1, q2)
-        self._last_min_q = float(min_q.mean())
+        self._last_min_q = host_float(min_q.mean())
         return (self.alpha * log_prob - min_q).mean(), log_prob
 
     @readable_shape_errors

@@ -7,7 +7,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_algorithms.paddle import functional
-from parl_algorithms.paddle._common import flat_q, readable_shape_errors, step
+from parl_algorithms.paddle._common import flat_q, host_float, readable_shape_errors, step
 from parl_algorithms.paddle._off_policy import DeterministicActorCritic
 from parl_core.paddle import Model
 
@@ -61,6 +61,6 @@ class DDPG(DeterministicActorCritic):
             actor_loss = -flat_q(self.model.value(obs, self.model.policy(obs)), "DDPG").mean()
         step(self.actor_optimizer, actor_loss)
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": float(actor_loss),
-                          "train/q_mean": float(q.detach().mean())}
+        self.last_info = {"train/critic_loss": host_float(critic_loss), "train/actor_loss": host_float(actor_loss),
+                          "train/q_mean": host_float(q.detach().mean())}
         return critic_loss, actor_loss

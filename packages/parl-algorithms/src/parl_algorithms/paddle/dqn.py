@@ -16,6 +16,7 @@ from parl_algorithms.paddle._common import (
     as_float,
     column,
     discrete_actions,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -83,9 +84,10 @@ class DQN(Algorithm):
             ``argmax(-1)``.
         """
         obs = as_float(obs, "obs")
-        if obs.ndim == 1:
+        ndim = obs.ndim
+        if ndim == 1:
             return self._q(self.model, obs.unsqueeze(0))[0]
-        return self._q(self.model, obs_batch(obs, type(self).__name__))
+        return self._q(self.model, obs if ndim >= 2 else obs_batch(obs, type(self).__name__))
 
     @readable_shape_errors
     def sample(self, obs: paddle.Tensor, epsilon: float = 0.0) -> paddle.Tensor:
@@ -132,7 +134,8 @@ class DQN(Algorithm):
             target = self._target(reward, next_obs, terminal)
         loss = F.mse_loss(pred, target) if self.loss_type == "mse" else F.smooth_l1_loss(pred, target)
         step(self.optimizer, loss)
-        self.last_info = {"train/q_mean": float(pred.detach().mean()), "train/target_mean": float(target.mean())}
+        self.last_info = {"train/q_mean": host_float(pred.detach().mean()),
+                          "train/target_mean": host_float(target.mean())}
         return loss
 
     def sync_target(self) -> None:

@@ -18,6 +18,7 @@ from parl_algorithms.paddle._common import (
     column,
     discrete_actions,
     grad_norm,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -174,10 +175,11 @@ class IMPALA(Algorithm):
         set_lr(self.optimizer, learning_rate)
         self.optimizer.clear_grad()
         total_loss.backward()
-        norm = float(grad_norm(self.optimizer)) if self.max_grad_norm is not None else float("nan")
+        norm = host_float(grad_norm(self.optimizer)) if self.max_grad_norm is not None else float("nan")
         self.optimizer.step()
-        self.last_info = {"train/pi_loss": float(pi_loss), "train/vf_loss": float(vf_loss),
-                          "train/entropy": float(entropy_per.mean()), "train/kl": float(kl), "train/grad_norm": norm}
+        self.last_info = {"train/pi_loss": host_float(pi_loss), "train/vf_loss": host_float(vf_loss),
+                          "train/entropy": host_float(entropy_per.mean()), "train/kl": host_float(kl),
+                          "train/grad_norm": norm}
         return VTraceLoss(total_loss.detach(), pi_loss.detach(), vf_loss.detach(), entropy.detach()), kl
 
     def get_info(self) -> dict[str, Any]:

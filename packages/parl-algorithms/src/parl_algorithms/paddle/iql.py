@@ -17,6 +17,7 @@ from parl_algorithms.paddle._common import (
     column,
     continuous_actions,
     flat_q,
+    host_float,
     obs_batch,
     readable_shape_errors,
     step,
@@ -147,8 +148,9 @@ class IQL(Algorithm):
             step(optimizer, loss)
         self.policy_lr_schedule.step()
         self.sync_target(alpha=self.alpha)
-        self.last_info = {"train/q_loss": float(q_loss), "train/v_loss": float(v_loss),
-                          "train/policy_loss": float(policy_loss), "train/adv_mean": float(adv.detach().mean())}
+        self.last_info = {"train/q_loss": host_float(q_loss), "train/v_loss": host_float(v_loss),
+                          "train/policy_loss": host_float(policy_loss),
+                          "train/adv_mean": host_float(adv.detach().mean())}
         return q_loss.detach(), v_loss.detach(), policy_loss.detach()
 
     update = learn  # PARL's name

@@ -7,11 +7,13 @@ parameters, same default initialisation, same outputs).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import paddle
 import paddle.nn.functional as F
-from paddle import nn
+from paddle import _C_ops, nn
+from paddle.framework import in_dynamic_mode
 
 from parl_algorithms._validation import mlp_activation, mlp_sizes
 
@@ -20,12 +22,21 @@ __all__ = ["MLP", "orthogonal_init_"]
 _ACTIVATIONS = {"relu": F.relu, "tanh": paddle.tanh}
 
 
+@functools.cache
+def _cpu_only_build() -> bool:
+    """Whether this paddle was built without CUDA: then ``F.linear`` in dygraph is always ``_C_ops.linear``
+    (paddle 2.6 and 3.x), reached in paddle 3 only after a ``paddle.get_flags`` read per call (~15 us,
+    as long as the kernel of a small layer)."""
+    return not paddle.is_compiled_with_cuda()
+
+
 class MLP(nn.Layer):
     """``Linear -> act -> ... -> Linear`` (no activation after the last layer).
 
     Same parameters (``layers.<i>.weight`` float32 ``[in, out]`` / ``.bias`` ``[out]``) and default
     initialisation (paddle's: Xavier-uniform weights, zero biases) as the equivalent ``nn.Sequential`` of
-    ``nn.Linear`` layers; ``forward`` calls ``F.linear`` directly.
+    ``nn.Linear`` layers; ``forward`` calls ``F.linear`` directly (on a CPU-only paddle in dygraph mode the
+    kernel ``F.linear`` itself dispatches to, ``_C_ops.linear``, without its per-call flag read).
 
     Args:
         sizes: ``[in_features, hidden..., out_features]``, at least two positive ints.
@@ -45,8 +56,9 @@ class MLP(nn.Layer):
         """x: float32 ``[B, in_features]`` -> float32 ``[B, out_features]``."""
         layers = self.layers
         last = len(layers) - 1
+        linear = _C_ops.linear if _cpu_only_build() and in_dynamic_mode() else F.linear
         for i, layer in enumerate(layers):
-            x = F.linear(x, layer.weight, layer.bias)
+            x = linear(x, layer.weight, layer.bias)
             if i < last:
                 x = self.act(x)
         return x

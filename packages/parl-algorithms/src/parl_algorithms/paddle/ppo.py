@@ -15,6 +15,7 @@ from parl_algorithms.paddle._common import (
     column,
     continuous_actions,
     discrete_actions,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -175,7 +176,7 @@ class PPO(Algorithm):
                                                    self.clip_param if self.use_clipped_value_loss else None)
         entropy_mean = entropy.mean()
         log_prob_now = log_prob.detach()
-        kl = float(functional.approx_kl(log_prob_now, old_log_prob))
+        kl = host_float(functional.approx_kl(log_prob_now, old_log_prob))
         skip = self.target_kl is not None and kl > self.target_kl
         if skip:
             self.kl_exceeded = True
@@ -183,11 +184,11 @@ class PPO(Algorithm):
             if lr is not None:
                 set_lr(self.optimizer, lr)
             step(self.optimizer, self.value_loss_coef * value_loss + action_loss - self.entropy_coef * entropy_mean)
-        result = (float(value_loss), float(action_loss), float(entropy_mean))
+        result = (host_float(value_loss), host_float(action_loss), host_float(entropy_mean))
         self.last_info = {"train/value_loss": result[0], "train/action_loss": result[1], "train/entropy": result[2],
                           "train/approx_kl": kl,
-                          "train/clip_fraction": float(functional.clip_fraction(log_prob_now, old_log_prob,
-                                                                                self.clip_param)),
+                          "train/clip_fraction": host_float(functional.clip_fraction(log_prob_now, old_log_prob,
+                                                                                     self.clip_param)),
                           "train/kl_exceeded": float(skip)}
         return result
 

@@ -12,6 +12,7 @@ from parl_algorithms.paddle import functional
 from parl_algorithms.paddle._common import (
     accepts_single_obs,
     adam,
+    host_float,
     obs_batch,
     positive,
     readable_shape_errors,
@@ -84,7 +85,8 @@ class SAC(OffPolicyActorCritic):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise ValueError(f"{type(self).__name__} needs model.policy(obs) to return (mean, log_std), each float32 "
                              "[B, act_dim]; SAC is for continuous (Box) action spaces (use DQN / PPO for Discrete)")
-        return out[0], out[1].expand_as(out[0])
+        mean, log_std = out
+        return mean, (log_std if log_std.shape == mean.shape else log_std.expand_as(mean))
 
     def _sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         mean, log_std = self._policy(obs)
@@ -133,9 +135,9 @@ class SAC(OffPolicyActorCritic):
             # J(alpha) = E[-alpha * (log pi(a|s) + target_entropy)], on log_alpha (Haarnoja et al. 2018, eq. 18)
             target_entropy = -float(action.shape[1]) if self.target_entropy is None else self.target_entropy
             step(self.alpha_optimizer, -(self.log_alpha * (log_prob.detach() + target_entropy)).mean())
-            self.alpha = float(self.log_alpha.exp())
+            self.alpha = host_float(self.log_alpha.exp())
         self.sync_target()
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": float(actor_loss),
-                          "train/alpha": self.alpha, "train/entropy": float(-log_prob.detach().mean()),
-                          "train/q_mean": float(q1.detach().mean())}
+        self.last_info = {"train/critic_loss": host_float(critic_loss), "train/actor_loss": host_float(actor_loss),
+                          "train/alpha": self.alpha, "train/entropy": host_float(-log_prob.detach().mean()),
+                          "train/q_mean": host_float(q1.detach().mean())}
         return critic_loss, actor_loss

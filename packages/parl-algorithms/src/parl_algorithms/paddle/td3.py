@@ -7,7 +7,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_algorithms.paddle import functional
-from parl_algorithms.paddle._common import flat_q, readable_shape_errors, step, two_q
+from parl_algorithms.paddle._common import flat_q, host_float, readable_shape_errors, step, two_q
 from parl_algorithms.paddle._off_policy import DeterministicActorCritic
 from parl_core.paddle import Model
 
@@ -83,7 +83,7 @@ class TD3(DeterministicActorCritic):
                 actor_loss = -flat_q(self.model.Q1(obs, self.model.policy(obs)), "TD3").mean()
             step(self.actor_optimizer, actor_loss)
             self.sync_target()
-            self._last_actor_loss = float(actor_loss)
-        self.last_info = {"train/critic_loss": float(critic_loss), "train/actor_loss": self._last_actor_loss,
-                          "train/q_mean": float(q1.detach().mean())}
+            self._last_actor_loss = host_float(actor_loss)
+        self.last_info = {"train/critic_loss": host_float(critic_loss), "train/actor_loss": self._last_actor_loss,
+                          "train/q_mean": host_float(q1.detach().mean())}
         return critic_loss
