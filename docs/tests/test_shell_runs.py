@@ -1,9 +1,9 @@
 """The shell commands of the site's pages (READMEs included as the site shows them) and of the root README run.
 
-One test per page: the page's commands run in the page's order, as subprocesses, in one temporary directory where
-``examples``, ``benchmarks`` and ``packages`` are links to the repository's, so that the pages' relative paths work,
-everything the commands write (``runs/...``) stays in that directory, and a ``--restore runs/.../x.ckpt`` finds what
-the page's earlier command wrote (a page whose restore path is not what its training command writes fails).
+One test per page: the page's commands run in the page's order, as subprocesses, in one temporary directory that
+holds copies of ``examples`` and ``benchmarks``, so that the pages' relative paths work, everything the commands write
+(``runs/...``, a script's output beside itself) stays in that directory, and a ``--restore runs/.../x.ckpt`` finds
+what the page's earlier command wrote (a page whose restore path is not what its training command writes fails).
 
 What a run changes, and nothing else:
 
@@ -29,6 +29,7 @@ import os
 import pathlib
 import re
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,7 +43,7 @@ from blocks import ROOT, SHELL_LANGS, all_blocks, shell_commands
 # One command's limit: each takes seconds on an idle 2-core machine (a loaded one may raise it: PARL_DOCS_TIMEOUT_S)
 TIMEOUT_S = float(os.environ.get("PARL_DOCS_TIMEOUT_S", "240"))
 pytestmark = pytest.mark.timeout(max(900, 6 * TIMEOUT_S))  # one page
-LINKED = ("examples", "benchmarks", "packages", "tests", "constraints.txt")
+COPIED = ("examples", "benchmarks")  # what the commands run and read, by relative paths (3 MB)
 # The first word of a command (after a prompt and VAR=value prefixes); other lines of shell blocks are output.
 PROGRAMS = re.compile(r"^(python3?|xparl|pip|nox|docker|kubectl|tensorboard|cd|\.|nice|\S*/(python|pip))$")
 
@@ -93,7 +94,8 @@ TINY: dict[str, list[str]] = {
                                 "2", "--no-progress"],
     "examples/qmix/train.py": ["--total-steps", "600", "--eval-every", "600", "--eval-episodes", "2",
                                "--envs-per-actor", "4", "--batch-size", "4", "--no-progress"],
-    "examples/maml/train.py": ["--epochs", "1", "--iters-per-epoch", "2", "--test-tasks", "20", "--no-progress"],
+    "examples/maml/train.py": ["--epochs", "1", "--iters-per-epoch", "2", "--train-tasks", "32", "--test-tasks", "100",
+                               "--no-progress"],
     "examples/a2c_distributed/train.py": ["--total-steps", "512", "--no-progress"],
     "examples/ga3c/train.py": ["--total-steps", "500", "--no-progress"],
     "examples/impala/train.py": ["--total-steps", "1600", "--no-progress"],
@@ -211,8 +213,8 @@ class PageRun:
 
     def __init__(self, page: str, home: pathlib.Path):
         self.page, self.home = page, home
-        for name in LINKED:
-            (home / name).symlink_to(ROOT / name)
+        for name in COPIED:  # copies, not links: a script may write beside itself (alphazero/solver.py --out)
+            shutil.copytree(ROOT / name, home / name, ignore=shutil.ignore_patterns("__pycache__"))
         self.env = {**os.environ, "PARL_BACKEND": "torch", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
                     "PYTHONWARNINGS": "ignore", "XPARL_HOME": str(home / ".xparl")}
         self.port = _free_port()
