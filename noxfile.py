@@ -76,7 +76,13 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
 # The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and
 # selenium for the browser test (docs/tests).
 DOCS_DEPS = ("sphinx>=8", "furo>=2024.8", "myst-parser>=4", "sphinx-click>=6", "matplotlib>=3.7", "selenium>=4.15",
-             "paddlepaddle>=3.0")  # paddle: the API reference documents parl_core.paddle and parl_algorithms.paddle
+             "paddlepaddle>=3.0",  # paddle: the API reference documents parl_core.paddle and parl_algorithms.paddle
+             "pytest-xdist>=3.5",  # the pages run in parallel (docs/tests/test_shell_runs.py: one test per page)
+             # what the pages' shell commands run on tiny budgets need (docs/tests/test_shell_runs.py), besides
+             # parl-core[marl] (mpe2, LBF, RWARE): MuJoCo (HalfCheetah), Atari and MinAtar, EnvPool, OpenSpiel
+             # (examples/alphazero), OpenSim (examples/neurips2018_prosthetics)
+             "gymnasium[mujoco]>=1.0", "ale-py>=0.9", "opencv-python-headless>=4.8", "minatar>=1.0.15", "envpool>=1.2",
+             "open-spiel>=2.0.2", "opensim>=4.6")
 # What tests/ (PARL 2.x code run unchanged, the examples' tests) needs besides the packages, one per line.
 INTEGRATION_DEPS = (
     "ale-py>=0.9", "opencv-python-headless>=4.8",  # Atari, for wrap_deepmind
@@ -250,7 +256,8 @@ print('parl-core[{backend}] without {absent}: one DQN step, loss', loss)
 def docs(session: nox.Session) -> None:
     """Build docs/ into docs/_build/html with ``sphinx-build -W`` (a warning, a public name without a docstring or a
     broken internal link fails), then run docs/tests: the pages' and README.md's code blocks, the links and anchors
-    of the built HTML, and the site in headless Chromium (home page, search, an API signature)."""
+    of the built HTML, and the site in headless Chromium (home page, search, an API signature). The pages' shell
+    commands run too, on tiny budgets (docs/tests/test_shell_runs.py), one test per page spread over the cores."""
     install_tree(session, list(PACKAGES), *TEST_DEPS, *DOCS_DEPS)
     session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
     html = ROOT / "docs" / "_build" / "html"

@@ -3,9 +3,11 @@
 A fenced ``python`` block runs: the runnable blocks of one page run in order, in one fresh interpreter, in a
 temporary directory. A ``python`` block preceded (on the line just before its fence) by the comment
 ``<!-- docs: sketch: REASON -->`` is a sketch with placeholders (``obs``, ``traffic``, a cluster address): it is
-compiled and its import statements run. Shell blocks (``bash``, ``console``, ``text`` and unlabeled) are checked
-statically: every ``python examples/...`` / ``benchmarks/...`` script they run exists and defines each
-``--flag`` they pass, and every ``xparl`` command exists with each option they pass.
+compiled and its import statements run (``test_code_blocks.py``). Shell blocks (``bash``, ``console``, ``text``
+and unlabeled) are checked statically: every ``python examples/...`` / ``benchmarks/...`` script they run exists and
+defines each ``--flag`` they pass, and every ``xparl`` command exists with each option they pass
+(``test_code_blocks.py``); and they run: each page's commands in the page's order, on tiny training budgets, in a
+temporary directory, except the few ``test_shell_runs.NOT_RUN`` lists with the reason (``test_shell_runs.py``).
 """
 
 from __future__ import annotations

@@ -379,7 +379,7 @@ def main() -> None:
         if test_set:
             chunks = np.array_split(np.arange(len(test_set)), args.actors)
             futures = [a.perfect_moves(weights, [test_set[i] for i in c], cfg)
-                       for a, c in zip(actors, chunks, strict=True)]  # fmt: skip
+                       for a, c in zip(actors, chunks, strict=True) if len(c)]  # fmt: skip  (c: may be empty)
             out = [f.result() for f in futures]
             nonlocal actor_cpu
             actor_cpu += sum(o["cpu_s"] for o in out)
