@@ -164,6 +164,9 @@ def main() -> None:
     recent: list[float] = []
     steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = total_steps // (n * t_len)
+    if num_updates < 1:
+        raise SystemExit(f"--total-steps {total_steps} is less than one rollout of {args.env} (num_envs x n_steps = "
+                         f"{n} x {t_len} = {n * t_len} env steps): give --total-steps {n * t_len} or more")
     bar = tqdm(total=total_steps, disable=args.no_progress, unit="step")
     curve = CSVLogger(os.path.join(logdir, "curve.csv"))
 
