@@ -45,7 +45,7 @@ def _peers(address: str, n: int, interval_s: float, mode: str, ttl_s: float, rea
     body = b"x" * 120  # about a heartbeat with its metrics
     while not stop.is_set():
         if mode != "app":
-            time.sleep(0.05)
+            stop.wait(0.05)
             continue
         t0 = time.monotonic()
         for i, sock in enumerate(socks):

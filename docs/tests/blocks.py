@@ -16,6 +16,7 @@ import dataclasses
 import pathlib
 import re
 import shlex
+import socket
 import sys
 
 DOCS = pathlib.Path(__file__).resolve().parents[1]
@@ -124,3 +125,10 @@ def _split_on(words: list[str], seps: set[str]) -> list[list[str]]:
 def flags(args: list[str]) -> list[str]:
     """The ``--long`` options in ``args`` (``--x=1`` -> ``--x``; ``[--double]`` -> ``--double``)."""
     return [a.strip("[]").split("=")[0] for a in args if a.strip("[]").startswith("--")]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (the OS picks it), for a server a test starts; never a fixed port."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

@@ -21,7 +21,7 @@ import textwrap
 
 import psutil
 import pytest
-from blocks import ROOT, all_blocks, shell_commands
+from blocks import ROOT, all_blocks, free_port, shell_commands
 
 sys.path.insert(0, str(ROOT / "packages" / "parl-remote" / "tests"))
 from netns import TwoHosts, unavailable_reason  # noqa: E402
@@ -54,11 +54,6 @@ def _page_commands() -> list[list[str]]:
             for cmd in shell_commands(b.code)]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
-
 
 def test_page_commands_are_the_ones_run_here():
     commands = _page_commands()
@@ -70,7 +65,7 @@ def test_page_commands_are_the_ones_run_here():
 def test_a_cluster_over_two_machines_as_the_page_says(tmp_path):
     xparl = shutil.which("xparl")
     assert xparl, "the xparl command is not on PATH (pip install parl-remote)"
-    port = _free_port()
+    port = free_port("0.0.0.0")
     home_a, home_b = tmp_path / "machine-a", tmp_path / "machine-b"
     home_a.mkdir()
     home_b.mkdir()

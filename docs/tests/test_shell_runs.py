@@ -30,7 +30,6 @@ import pathlib
 import re
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from blocks import ROOT, SHELL_LANGS, all_blocks, shell_commands
+from blocks import ROOT, SHELL_LANGS, all_blocks, free_port, shell_commands
 
 # One command's limit: each takes seconds on an idle 2-core machine (a loaded one may raise it: PARL_DOCS_TIMEOUT_S)
 TIMEOUT_S = float(os.environ.get("PARL_DOCS_TIMEOUT_S", "240"))
@@ -165,11 +164,6 @@ COMMANDS = {page: page_commands(page) for page in BLOCKS}
 RUN_PAGES = sorted(page for page, cmds in COMMANDS.items() if any(c.not_run() is None for c in cmds))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _flag_value(words: list[str], flag: str) -> str | None:
     """The last value given to ``flag`` in ``words`` (``--x 1`` or ``--x=1``), or None."""
@@ -221,7 +215,7 @@ class PageRun:
             shutil.copytree(ROOT / name, home / name, ignore=shutil.ignore_patterns("__pycache__"))
         self.env = {**os.environ, "PARL_BACKEND": "torch", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
                     "PYTHONWARNINGS": "ignore", "XPARL_HOME": str(home / ".xparl")}
-        self.port = _free_port()
+        self.port = free_port()
         self.cluster_started = False
         self.servers: list[subprocess.Popen] = []
 
@@ -238,7 +232,7 @@ class PageRun:
                 w = self.earlier_output(w)
             out.append(w)
         if out[:2] == ["xparl", "start"]:
-            out += ["--monitor-port", str(_free_port())]
+            out += ["--monitor-port", str(free_port())]
             self.cluster_started = True
         elif "--address" in out and not any(w.startswith("ray://") for w in out):
             self.ensure_cluster()
@@ -288,7 +282,7 @@ class PageRun:
         """A server: starts, answers HTTP on its port within a deadline, and is stopped."""
         port = _flag_value(cmd, "--port")
         if port is None or port == "9000":  # the page's default (master port + 100) or example port: a free one
-            port = str(_free_port())
+            port = str(free_port())
             cmd = [*cmd, "--port", port]
         proc = subprocess.Popen(cmd, cwd=self.home, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, stdin=subprocess.DEVNULL)
