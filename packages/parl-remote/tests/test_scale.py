@@ -219,15 +219,16 @@ def test_the_master_raises_its_open_file_limit(xparl_home):
 
 
 def test_heartbeats_are_acknowledged_within_each_workers_own_window(xparl_home, monkeypatch):
-    """The master answers only some heartbeats (a third of the worker's liveness window apart): a worker configured
-    with a much shorter window than the master's still hears it often enough and never reconnects."""
+    """Workers of the earlier protocol (a heartbeat message every interval, answered): the master answers only some
+    heartbeats (a third of the worker's liveness window apart): a worker configured with a much shorter window than
+    the master's still hears it often enough and never reconnects."""
     monkeypatch.setenv("XPARL_HEARTBEAT_INTERVAL_S", "0.5")  # the master: a 3 s window, acks ~1 s apart by default
     monkeypatch.setenv("XPARL_HEARTBEAT_LIVENESS", "6")
     master = LocalCluster(port=0, token=new_token())
     master.start(start_worker=False)
     monkeypatch.setenv("XPARL_HEARTBEAT_INTERVAL_S", "0.05")  # the workers: a 0.25 s window
     monkeypatch.setenv("XPARL_HEARTBEAT_LIVENESS", "5")
-    group = WorkerGroup(master.address, master.token, 3, 2)
+    group = WorkerGroup(master.address, master.token, 3, 2, protocol="messages")
     try:
         with ClusterClient(master.address, token=master.token, timeout_s=5.0) as client:
             wait_until(lambda: client.status(summary=True)["counts"]["workers"] == 3, 20.0, message="3 workers")

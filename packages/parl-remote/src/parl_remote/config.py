@@ -13,9 +13,14 @@ import pathlib
 
 # name -> default; read through ``get``.
 DEFAULTS: dict[str, float] = {
-    # worker -> master heartbeats (Paranoid Pirate: the peer is lost after LIVENESS missed intervals)
+    # worker <-> master liveness: ZMTP heartbeats (PINGs) every HEARTBEAT_INTERVAL_S, handled inside libzmq on both
+    # sides; a side silent for HEARTBEAT_INTERVAL_S x HEARTBEAT_LIVENESS loses its connection (the master then lists
+    # the worker's actors "unreachable"; the worker reconnects and registers again)
     "HEARTBEAT_INTERVAL_S": 0.5,
     "HEARTBEAT_LIVENESS": 6,
+    # how often a worker sends the master its metrics (memory, load; what xparl status and the monitor show) as a
+    # message; liveness does not depend on it
+    "METRICS_INTERVAL_S": 5.0,
     # the master reuses a built status snapshot (xparl status --json, the monitor) for at most this long while only
     # heartbeat metrics change; any change of workers, jobs, clients or actors rebuilds it at the next request
     "STATUS_CACHE_S": 1.0,

@@ -3,12 +3,20 @@
 It keeps the workers (their CPUs, idle job processes, metrics), the clients and their actors; grants
 an idle job to a client that asks for one (``ACQUIRE_JOB``); records why actors end; answers
 ``STATUS`` (the cluster status snapshot, ``Master.status``, used by ``xparl status`` and the monitor) and forwards
-``ACTOR_LOG`` reads to the worker that holds the log. Workers heartbeat it; a worker silent for
-``HEARTBEAT_LIVENESS`` intervals gets no new actors and its actors are listed ``unreachable``: a network cut
-shorter than ``LINK_GRACE_S`` costs no actor (the worker registers again with its actors, which are then
-``alive``, one entry each); after ``LINK_GRACE_S`` of silence they end, the cause naming the lost link. After a
-restart on the same port, the master knows nobody: it answers heartbeats of unknown peers with
-``REREGISTER`` and rebuilds its registry from their registrations.
+``ACTOR_LOG`` reads to the worker that holds the log.
+
+Liveness: workers keep their connection alive with ZMTP heartbeats handled in libzmq (``zmq_io.set_zmtp_heartbeat``:
+PINGs every ``HEARTBEAT_INTERVAL_S`` carrying a TTL of ``HEARTBEAT_INTERVAL_S`` x ``HEARTBEAT_LIVENESS``), so an idle
+cluster sends the master's Python no message per heartbeat; their metrics come as a message every
+``METRICS_INTERVAL_S``. The master's libzmq drops the connection of a worker silent for the TTL (killed, stopped,
+cut off); a socket monitor reports the drop (``EVENT_DISCONNECTED``, naming the connection's file descriptor, which
+the worker's registration message gave: ``SRCFD``), and the worker gets no new actors and its actors are listed
+``unreachable``: a network cut shorter than ``LINK_GRACE_S`` costs no actor (the worker reconnects and registers
+again with its actors, which are then ``alive``, one entry each); after ``LINK_GRACE_S`` unreachable they end, the
+cause naming the lost link. Workers of the earlier protocol (a heartbeat message every interval, answered every
+third of their window) are still served: they are dropped after their window without a message. After a restart
+on the same port, the master knows nobody: its workers reconnect and register at once, and it answers messages of
+unknown peers with ``REREGISTER``.
 """
 
 from __future__ import annotations
@@ -58,12 +66,22 @@ class Master(Scheduling):
             self.port = port
         else:
             self.port = self.sock.bind_to_random_port(f"tcp://{host}")
+        # dropped connections (a worker silent past its ZMTP heartbeat TTL, or closed), by file descriptor; read
+        # without a limit on waiting events (when every worker goes at once, none may be lost)
+        monitor_address = f"inproc://xparl-master-monitor-{id(self):x}"
+        self.sock.monitor(monitor_address, zmq.EVENT_DISCONNECTED)
+        self.monitor = self.ctx.socket(zmq.PAIR)
+        self.monitor.setsockopt(zmq.RCVHWM, 0)
+        self.monitor.setsockopt(zmq.LINGER, 0)
+        self.monitor.connect(monitor_address)
         self.host = host
         self.monitor_port = monitor_port
         self.gpu_cluster = gpu_cluster
         self.started_at = time.time()
         self.workers: dict[str, WorkerInfo] = {}
         self.worker_by_identity: dict[bytes, WorkerInfo] = {}  # a heartbeat is known by its routing identity alone
+        self.worker_by_fd: dict[int, WorkerInfo] = {}  # the file descriptor of each worker's connection (SRCFD)
+        self.polled: dict[str, WorkerInfo] = {}  # workers of the earlier protocol (heartbeat messages): expired by age
         self.unreachable: dict[str, WorkerInfo] = {}  # silent workers whose actors wait out LINK_GRACE_S
         self.clients: dict[str, ClientInfo] = {}
         self.actors: dict[str, dict] = {}
@@ -74,6 +92,8 @@ class Master(Scheduling):
         self.worker_lost_at = -1e9  # time.monotonic() when a worker was last dropped (sweeps follow it closely)
         self.running = True
         self.sender = b""  # the routing identity of the message being handled (what _reply answers)
+        self.sender_fd = -1  # the file descriptor of its connection
+        self.messages_received = 0  # every message read (status: an idle cluster adds none per heartbeat)
         self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
@@ -116,6 +136,9 @@ class Master(Scheduling):
 
     # ----------------------------------------------------------------------------------- workers
     def on_worker_register(self, msg: Message) -> None:
+        # a dropped connection's file descriptor may be this one's now: its DISCONNECTED (queued before this
+        # connection was accepted) is handled first, so that it cannot be taken for this connection's later
+        self._read_monitor()
         body = msg.body()
         if tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
             self._reply(
@@ -130,6 +153,7 @@ class Master(Scheduling):
         info.metrics = {k: body[k] for k in ("memory_total_mb", "memory_used_mb", "load_avg")}
         info.gpus = [str(g) for g in body.get("gpus", [])]
         info.gpu_only = bool(body.get("gpu_only")) and bool(info.gpus)
+        info.zmtp = body.get("liveness") == "zmtp"
         window = body.get("heartbeat_window_s")
         info.ack_interval_s = (0.3 * window) if isinstance(window, (int, float)) and window > 0 else self.ack_interval_s
         # jobs granted to an actor whose ASSIGN_JOB this worker never heard (it reconnected meanwhile): sent again
@@ -163,7 +187,16 @@ class Master(Scheduling):
         self.workers[wid] = info
         if old is not None:
             self.worker_by_identity.pop(old.identity, None)
+            if self.worker_by_fd.get(old.fd) is old:
+                del self.worker_by_fd[old.fd]
         self.worker_by_identity[info.identity] = info
+        info.fd = self.sender_fd
+        if info.fd >= 0:  # (a worker of either protocol: a closed connection is seen at once)
+            self.worker_by_fd[info.fd] = info
+        if info.zmtp and info.fd >= 0:
+            self.polled.pop(wid, None)
+        else:  # heartbeat messages, or no file descriptor to learn of a drop by: expired by its silence
+            self.polled[wid] = info
         self._changed(info)
         logger.info(
             "worker %s %s (%s, %d CPUs, GPUs %s)",
@@ -185,16 +218,18 @@ class Master(Scheduling):
         return True
 
     def on_worker_heartbeat(self, msg: Message) -> None:
-        """The hottest path of a large cluster (1,000 workers: 2,000 a second): the worker is found by its routing
-        identity, its metrics are kept unread until a status needs them, and it is answered (with a message
-        signed once) only every third of its liveness window, which is all its master-loss detection needs."""
+        """A worker's metrics (every ``METRICS_INTERVAL_S``; its liveness travels as ZMTP heartbeats, which never
+        reach this loop). A worker of the earlier protocol sends one every heartbeat interval (1,000 workers: 2,000 a
+        second) and needs an answer: it is found by its routing identity, its metrics are kept unread until a
+        status needs them, and it is answered (with a message signed once) only every third of its liveness window,
+        which is all its master-loss detection needs."""
         info = self.worker_by_identity.get(self.sender)
         if not self._known(msg, info):
             return
         info.metrics_payload = msg.payload
         if msg.req_id:
             self._reply(msg, None)
-        elif info.last_seen - info.last_ack >= info.ack_interval_s:
+        elif not info.zmtp and info.last_seen - info.last_ack >= info.ack_interval_s:
             info.last_ack = info.last_seen
             try:
                 zmq_io.send_frames(self.sock, self._heartbeat_ack, self.sender, zmq.NOBLOCK)
@@ -357,25 +392,50 @@ class Master(Scheduling):
         self._send(worker.identity, MsgType.READ_LOG, body, req_id=forward_id)
 
     # -------------------------------------------------------------------------------------- loop
+    def _lose(self, info: WorkerInfo, now: float) -> None:
+        """Lists a worker unreachable: no new actors; its actors ``unreachable`` until it registers again or
+        ``LINK_GRACE_S`` passes."""
+        del self.workers[info.worker_id]
+        self.worker_by_identity.pop(info.identity, None)
+        self.polled.pop(info.worker_id, None)
+        if self.worker_by_fd.get(info.fd) is info:
+            del self.worker_by_fd[info.fd]
+        self.unreachable[info.worker_id] = info
+        self._changed(gone=info.worker_id)
+        self.next_shm_sweep, self.worker_lost_at = 0.0, now  # if its jobs died with it: sweep their files
+        for actor_id in info.busy:
+            if actor_id in self.actors:
+                self.actors[actor_id]["state"] = "unreachable"
+
+    def _read_monitor(self) -> None:
+        """Handles the socket monitor's waiting events: a dropped connection of a worker (its ZMTP heartbeats stopped
+        for their TTL, or it closed) lists the worker unreachable."""
+        for event, fd in zmq_io.monitor_events(self.monitor):
+            if event != zmq.EVENT_DISCONNECTED:
+                continue
+            info = self.worker_by_fd.get(fd)
+            if info is None or self.workers.get(info.worker_id) is not info:
+                continue
+            now = time.monotonic()
+            logger.warning("worker %s unreachable (its connection dropped: closed, or no heartbeat for %g s); its %d "
+                           "actor(s) wait for it", info.worker_id,
+                           config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS"),
+                           len(info.busy))  # fmt: skip
+            info.last_seen = now  # the grace runs from here
+            self._lose(info, now)
+
     def _expire(self) -> None:
         now = time.monotonic()
         worker_timeout = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
-        for wid, info in list(self.workers.items()):
+        for wid, info in list(self.polled.items()):  # workers of the earlier protocol: silent for their window
             if now - info.last_seen > worker_timeout:
                 logger.warning("worker %s unreachable (no heartbeat for %.1f s); its %d actor(s) wait for it",
                                wid, now - info.last_seen, len(info.busy))  # fmt: skip
-                del self.workers[wid]
-                self.worker_by_identity.pop(info.identity, None)
-                self.unreachable[wid] = info
-                self._changed(gone=wid)
-                self.next_shm_sweep, self.worker_lost_at = 0.0, now  # if its jobs died with it: sweep their files
-                for actor_id in info.busy:
-                    if actor_id in self.actors:
-                        self.actors[actor_id]["state"] = "unreachable"
+                self._lose(info, now)
         grace_s = config.link_grace_s()
         for wid, info in list(self.unreachable.items()):
             if now - info.last_seen > grace_s:
-                logger.warning("worker %s lost (no heartbeat for %.1f s)", wid, now - info.last_seen)
+                logger.warning("worker %s lost (unreachable for %.1f s)", wid, now - info.last_seen)
                 del self.unreachable[wid]
                 self._changed()
                 cause = (f"the network link to its worker {wid} on {info.host} was lost: no heartbeat for more than "
@@ -402,12 +462,18 @@ class Master(Scheduling):
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
         poll_ms = int(config.get("HEARTBEAT_INTERVAL_S") * 1000 / 2)
         next_expire = time.monotonic()
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self.monitor, zmq.POLLIN)
         # (Tried for the idle CPU of 1,000 workers and measured no better: one persistent zmq.Poller with bursts
         # ended by ZMQ_EVENTS, and waiting 1-3 ms after a burst of heartbeats alone so that the next are read
         # together. The cost is per heartbeat, not per wakeup; the wait also cut grants/s by a fifth.)
         while self.running:
             try:
-                if self.sock.poll(poll_ms):
+                ready = dict(poller.poll(poll_ms))
+                if self.monitor in ready:
+                    self._read_monitor()
+                if self.sock in ready:
                     for _ in range(10000):  # a bounded burst, so that expiry runs under any load
                         if not self._handle_one():
                             break
@@ -422,20 +488,25 @@ class Master(Scheduling):
         # (a master killed otherwise sends nothing, so that its workers rejoin it when it is restarted)
         for worker in self.workers.values():
             self._send(worker.identity, MsgType.MASTER_STOPPED, {"address": self.address})
+        self.sock.disable_monitor()
+        self.monitor.close(linger=0)
         self.sock.close(linger=1000 if self.workers else 0)
         self.ctx.term()
 
     def _handle_one(self) -> bool:
         """Handles one waiting message; False when none was waiting."""
+        fds: list = []
         try:
-            received = zmq_io.recv_routed(self.sock, self.signer, flags=zmq.NOBLOCK)
+            received = zmq_io.recv_routed(self.sock, self.signer, flags=zmq.NOBLOCK, fd_out=fds)
         except zmq.Again:
             return False
         except protocol.Notice:
             return True
+        self.messages_received += 1
         if received is None:
             return True
         self.sender, msg = received
+        self.sender_fd = fds[0] if fds else -1
         if self._debug:  # xparl start --debug
             logger.debug("%s (request %d) from %r", msg.type.name, msg.req_id, self.sender)
         handler = self.handlers.get(msg.type)

@@ -34,10 +34,12 @@ class WorkerInfo:
     last_seen: float = field(default_factory=time.monotonic)
     last_ack: float = 0.0  # time.monotonic() of the last heartbeat answered
     ack_interval_s: float = 0.0  # heartbeats are answered this often (a third of the worker's liveness window)
-    metrics_payload: list | None = None  # the last heartbeat's body, read by ``read_metrics`` when a status needs it
+    zmtp: bool = False  # its liveness travels as ZMTP heartbeats (False: heartbeat messages, the earlier protocol)
+    fd: int = -1  # the file descriptor of its connection to the master (zmq's SRCFD), -1 unknown
+    metrics_payload: list | None = None  # the last metrics message's body, read by ``read_metrics`` when needed
 
     def read_metrics(self) -> dict:
-        """The worker's latest metrics (memory_total_mb, memory_used_mb, load_avg), from its last heartbeat."""
+        """The worker's latest metrics (memory_total_mb, memory_used_mb, load_avg), from its last metrics message."""
         if self.metrics_payload is not None:
             body = serialization.loads(self.metrics_payload)
             self.metrics_payload = None
@@ -105,7 +107,7 @@ def status_summary(master: Any) -> dict:
     return {
         "master": {"address": master.address, "version": __version__, "pid": os.getpid(),
                    "started_at": master.started_at, "monitor_port": master.monitor_port,
-                   "gpu_cluster": master.gpu_cluster},
+                   "gpu_cluster": master.gpu_cluster, "messages_received": master.messages_received},
         "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"], "ready": cap["ready"]},
         "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
         "counts": {"workers": len(master.workers), "workers_unreachable": len(master.unreachable),

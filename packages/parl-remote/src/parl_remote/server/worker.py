@@ -4,8 +4,11 @@ A worker with ``cpu_num`` CPUs keeps ``cpu_num`` job processes: idle ones wait (
 imports done) so creating an actor costs milliseconds; a busy one hosts an actor. When a job ends,
 the worker tells the master why (exit code or signal, memory limit, kill request) and starts a fresh
 one. It checks the resident memory of busy jobs against their ``max_memory`` with psutil, serves the
-actors' log files to the master, and heartbeats the master; when the master is lost it keeps its jobs
-running and re-registers (with back-off) until a master answers on the same address again.
+actors' log files to the master, and keeps its connection to the master alive with ZMTP heartbeats handled in
+libzmq (no message per heartbeat: ``zmq_io.set_zmtp_heartbeat``), sending its metrics every ``METRICS_INTERVAL_S``.
+When the master is lost (its connection closed, or silent past the heartbeat window) it keeps its jobs running;
+libzmq reconnects (with back-off) and, the moment a master answers on the same address again, the worker registers
+again with its jobs (a socket monitor reports the new connection).
 """
 
 from __future__ import annotations
@@ -70,9 +73,9 @@ class Worker(JobPool):
         self.cache_dir = home / "cache" / "files"
         self.boot_log = open(self.log_dir / "jobs.log", "ab")  # noqa: SIM115 - job start-up output
         self.registered = False
-        self.last_master_reply = time.monotonic()
-        self.reconnect_interval_s = config.get("HEARTBEAT_INTERVAL_S")
-        self.next_heartbeat = 0.0
+        self.master_monitor: zmq.Socket | None = None  # the master connection's events (connected, dropped)
+        self.master_connected = self.master_ever_connected = False
+        self.next_metrics = 0.0
         self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
         self.next_prune = 0.0
         self.ended_logs = 0
@@ -97,14 +100,33 @@ class Worker(JobPool):
 
     # ------------------------------------------------------------------------------------- master
     def _connect_master(self) -> None:
-        if self.master is not None:
-            self.master.close(linger=0)
+        """Connects to the master and queues the registration (the first message on the connection); it is sent
+        again at every reconnection (a restarted master, a link back after a cut: ``_on_master_events``)."""
+        interval_s = config.get("HEARTBEAT_INTERVAL_S")
         self.master = self.ctx.socket(zmq.DEALER)
         self.master.setsockopt(zmq.LINGER, 0)
         self.master.setsockopt(zmq.IDENTITY, self.worker_id.encode() + b"-" + uuid.uuid4().hex[:6].encode())
+        zmq_io.set_zmtp_heartbeat(self.master, interval_s, interval_s * config.get("HEARTBEAT_LIVENESS"),
+                                  config.get("RECONNECT_MAX_INTERVAL_S"))  # fmt: skip
+        self.master_monitor = self.master.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
         self.master.connect(f"tcp://{self.master_address}")
         self.registered = False
         self._register()
+        self.master_connected = False  # the first connection carries the registration queued above
+
+    def _on_master_events(self) -> None:
+        """A connection to the master is up: register (again: a restarted master knows nobody; one that lost this
+        worker lists its actors unreachable until then). A connection dropped: libzmq reconnects."""
+        for event, _ in zmq_io.monitor_events(self.master_monitor):
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                if self.master_ever_connected:
+                    logger.info("reconnected to master %s; registering again", self.master_address)
+                    self.registered = False
+                    self._register()
+                self.master_connected = self.master_ever_connected = True
+            elif event == zmq.EVENT_DISCONNECTED and self.master_connected:
+                self.master_connected = False
+                logger.warning("master %s lost; reconnecting", self.master_address)
 
     def _register(self) -> None:
         vacant = [
@@ -137,8 +159,9 @@ class Worker(JobPool):
             "busy_jobs": busy,
             "python": list(sys.version_info[:2]),
             "version": __version__,
-            # it reconnects after this long without a word from the master, which acknowledges its heartbeats
-            # often enough for that (master.py) whatever the master's own settings
+            # its liveness travels as ZMTP heartbeats (no heartbeat messages to answer; the master learns of a
+            # dropped connection from its socket monitor); the window is that of the heartbeats' TTL
+            "liveness": "zmtp",
             "heartbeat_window_s": config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS"),
             **self._metrics(),
         }
@@ -247,12 +270,12 @@ class Worker(JobPool):
         self._connect_master()
         self._check_jobs()
         poll_ms = int(config.get("WORKER_POLL_S") * 1000)
-        interval_s = config.get("HEARTBEAT_INTERVAL_S")
-        liveness = config.get("HEARTBEAT_LIVENESS")
+        metrics_s = config.get("METRICS_INTERVAL_S")
         while self.running:
             poller = zmq.Poller()
             poller.register(self.job_sock, zmq.POLLIN)
             poller.register(self.master, zmq.POLLIN)
+            poller.register(self.master_monitor, zmq.POLLIN)
             zygote_fd = self.zygote.stdout.fileno() if self.zygote is not None else None
             if zygote_fd is not None:
                 poller.register(zygote_fd, zmq.POLLIN)
@@ -260,7 +283,7 @@ class Worker(JobPool):
             if wake_r is not None:
                 poller.register(wake_r, zmq.POLLIN)
                 if not self._needs_polling():  # job ends arrive from the zygote: wake only for heartbeats
-                    wake = min(self.next_heartbeat, self.next_sweep, self.next_prune)
+                    wake = min(self.next_metrics, self.next_sweep, self.next_prune)
                     wait_ms = max(1, int((wake - time.monotonic()) * 1000))
             try:
                 ready = dict(poller.poll(wait_ms))
@@ -277,9 +300,9 @@ class Worker(JobPool):
                 self._on_zygote_output()
             if self.job_sock in ready:
                 self._drain(self.job_sock, self.job_handlers, routed=True)
+            if self.master_monitor in ready:
+                self._on_master_events()
             if self.master in ready:
-                self.last_master_reply = time.monotonic()
-                self.reconnect_interval_s = interval_s
                 self._drain(self.master, self.handlers, routed=False)
             self._check_jobs()
             now = time.monotonic()
@@ -290,16 +313,14 @@ class Worker(JobPool):
                 self.next_prune = now + LOG_PRUNE_INTERVAL_S
                 self.ended_logs = 0
                 self._prune_logs()
-            if now >= self.next_heartbeat:
-                self.next_heartbeat = now + interval_s
-                self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
-            if now - self.last_master_reply > max(interval_s * liveness, self.reconnect_interval_s):
-                logger.warning("master %s lost; reconnecting", self.master_address)
-                self.reconnect_interval_s = min(self.reconnect_interval_s * 2, config.get("RECONNECT_MAX_INTERVAL_S"))
-                self.last_master_reply = now
-                self._connect_master()
+            if now >= self.next_metrics:
+                self.next_metrics = now + metrics_s
+                if self.registered:  # (a registration carries them too)
+                    self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
         self._stop_jobs()
-        for sock in (self.master, self.job_sock):
+        if self.master is not None:
+            self.master.disable_monitor()
+        for sock in (self.master_monitor, self.master, self.job_sock):
             if sock is not None:
                 sock.close(linger=0)
         self.ctx.term()

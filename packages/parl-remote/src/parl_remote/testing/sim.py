@@ -2,10 +2,13 @@
 a scale one machine cannot hold as real processes (``benchmarks/scale/bench_scale.py``).
 
 A simulated worker is one zmq DEALER socket with its own routing identity, as a real worker's
-(``server/worker.py``): it registers with its CPUs as vacant jobs, heartbeats every ``HEARTBEAT_INTERVAL_S``
-with the same body, answers ``REREGISTER`` with a registration that lists its busy jobs, reconnects after
-``HEARTBEAT_LIVENESS`` silent intervals, takes ``ASSIGN_JOB`` at once (a fake job endpoint; no process
-runs), and answers ``KILL_JOB`` with ``JOB_ENDED`` and a new vacant job (``JOB_READY``). A simulated client
+(``server/worker.py``): it registers with its CPUs as vacant jobs, keeps its connection alive with ZMTP
+heartbeats (``zmq_io.set_zmtp_heartbeat``, the same options as a real worker's), sends its metrics every
+``METRICS_INTERVAL_S``, registers again the moment its connection is back (a socket monitor per worker) and when
+told ``REREGISTER`` (listing its busy jobs), takes ``ASSIGN_JOB`` at once (a fake job endpoint; no process runs),
+and answers ``KILL_JOB`` with ``JOB_ENDED`` and a new vacant job (``JOB_READY``). With ``protocol="messages"`` it
+speaks the earlier protocol instead (a heartbeat message every ``HEARTBEAT_INTERVAL_S``, reconnecting with a new
+socket after ``HEARTBEAT_LIVENESS`` intervals without an answer), which the master still serves. A simulated client
 registers, heartbeats every ``CLIENT_HEARTBEAT_INTERVAL_S`` and asks for actors with ``ACQUIRE_JOB``,
 several requests in flight on one connection, as real clients that create actors from several threads do.
 Nothing runs user code; every message is signed and verified as in a real cluster.
@@ -48,6 +51,8 @@ class _SimWorker:
     worker_id: str
     cpus: int
     sock: Any = None
+    monitor: Any = None  # its socket's monitor (ZMTP protocol): connection up / dropped
+    connected: bool = False  # a connection to the master was up at least once
     vacant: dict = field(default_factory=dict)  # job_id -> job dict
     busy: dict = field(default_factory=dict)  # actor_id -> job dict (with actor_id, client_id, ...)
     next_heartbeat: float = 0.0
@@ -60,7 +65,11 @@ class _SimWorker:
 class _WorkerLoop:
     """The body of a ``WorkerGroup`` process (see the module docstring)."""
 
-    def __init__(self, address: str, token: str, n_workers: int, cpus: int, conn: Any, seed: int) -> None:
+    def __init__(self, address: str, token: str, n_workers: int, cpus: int, conn: Any, seed: int,
+                 protocol_name: str = "zmtp") -> None:
+        if protocol_name not in ("zmtp", "messages"):
+            raise ValueError(f"protocol must be 'zmtp' or 'messages', got {protocol_name!r}")
+        self.zmtp = protocol_name == "zmtp"
         self.address = address
         self.signer = protocol.Signer(token)
         self.ctx = _context()
@@ -70,6 +79,7 @@ class _WorkerLoop:
         self.rng = random.Random(seed)
         self.workers = [_SimWorker(f"w-sim{seed:03d}-{i:05d}-{uuid.uuid4().hex[:4]}", cpus) for i in range(n_workers)]
         self.by_sock: dict[zmq.Socket, _SimWorker] = {}
+        self.by_monitor: dict[zmq.Socket, _SimWorker] = {}
         self.poller = zmq.Poller()
         self.pid = os.getpid()
         self.counts = collections.Counter()
@@ -80,19 +90,46 @@ class _WorkerLoop:
         w.vacant[job_id] = job
         return job
 
-    def _connect(self, w: _SimWorker) -> None:
+    def _close(self, w: _SimWorker) -> None:
+        if w.monitor is not None:
+            self.poller.unregister(w.monitor)
+            self.by_monitor.pop(w.monitor, None)
+            w.sock.disable_monitor()
+            w.monitor.close(linger=0)
+            w.monitor = None
         if w.sock is not None:
             self.poller.unregister(w.sock)
             self.by_sock.pop(w.sock, None)
             w.sock.close(linger=0)
+            w.sock = None
+
+    def _connect(self, w: _SimWorker) -> None:
+        self._close(w)
         sock = self.ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IDENTITY, w.worker_id.encode() + b"-" + uuid.uuid4().hex[:6].encode())
+        if self.zmtp:
+            zmq_io.set_zmtp_heartbeat(sock, self.interval_s, self.interval_s * self.liveness,
+                                      config.get("RECONNECT_MAX_INTERVAL_S"))  # fmt: skip
+            w.monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+            self.by_monitor[w.monitor] = w
+            self.poller.register(w.monitor, zmq.POLLIN)
         sock.connect(f"tcp://{self.address}")
         w.sock = sock
         self.by_sock[sock] = w
         self.poller.register(sock, zmq.POLLIN)
         self._register(w)
+
+    def _on_events(self, w: _SimWorker) -> None:
+        """Its connection is back (after a master restart or a drop): registers again at once, as a real worker."""
+        for event, _ in zmq_io.monitor_events(w.monitor):
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                if w.connected:
+                    self.counts["reconnects"] += 1
+                    self._register(w)
+                w.connected = True
+            elif event == zmq.EVENT_DISCONNECTED:
+                self.counts["disconnects"] += 1
 
     def _send(self, w: _SimWorker, msg_type: MsgType, body: object) -> None:
         try:
@@ -108,6 +145,7 @@ class _WorkerLoop:
             "worker_id": w.worker_id, "host": "sim-" + w.worker_id, "pid": self.pid, "cpus_total": w.cpus, "gpus": [],
             "vacant_jobs": list(w.vacant.values()), "busy_jobs": busy, "python": list(sys.version_info[:2]),
             "version": __version__, "heartbeat_window_s": self.interval_s * self.liveness, **_METRICS,
+            **({"liveness": "zmtp"} if self.zmtp else {}),
         })  # fmt: skip
 
     def _handle(self, w: _SimWorker, msg: protocol.Message) -> None:
@@ -173,9 +211,7 @@ class _WorkerLoop:
             victims = alive[: cmd[1]] if isinstance(cmd[1], int) else [w for w in alive if w.worker_id in cmd[1]]
             for w in victims:
                 w.dead = True
-                self.poller.unregister(w.sock)
-                self.by_sock.pop(w.sock, None)
-                w.sock.close(linger=0)
+                self._close(w)
             return {"killed": [w.worker_id for w in victims], "actors": [a for w in victims for a in w.busy]}
         if name == "reset_counts":
             self.counts.clear()
@@ -184,10 +220,12 @@ class _WorkerLoop:
 
     def run(self) -> None:
         now = time.monotonic()
+        # heartbeat messages (the earlier protocol), or only metrics messages: ZMTP heartbeats are libzmq's
+        every_s = self.interval_s if not self.zmtp else config.get("METRICS_INTERVAL_S")
         for i, w in enumerate(self.workers):
             for _ in range(w.cpus):
                 self._new_job(w)
-            w.next_heartbeat = now + self.interval_s * i / len(self.workers)  # spread, as workers started apart
+            w.next_heartbeat = now + every_s * i / len(self.workers)  # spread, as workers started apart
             w.reconnect_s = self.interval_s
             self._connect(w)
         # workers heartbeat in a fixed rotation: each tick sends those due, the earliest first
@@ -200,10 +238,10 @@ class _WorkerLoop:
                 w = order.popleft()
                 if w.dead:
                     continue
-                w.next_heartbeat = max(w.next_heartbeat + self.interval_s, now)
+                w.next_heartbeat = max(w.next_heartbeat + every_s, now)
                 order.append(w)
                 self._send(w, MsgType.WORKER_HEARTBEAT, {"worker_id": w.worker_id, **_METRICS})
-                if now - w.last_reply > max(self.interval_s * self.liveness, w.reconnect_s):
+                if not self.zmtp and now - w.last_reply > max(self.interval_s * self.liveness, w.reconnect_s):
                     w.reconnect_s = min(w.reconnect_s * 2, config.get("RECONNECT_MAX_INTERVAL_S"))
                     w.last_reply = now
                     self.counts["reconnects"] += 1
@@ -211,6 +249,11 @@ class _WorkerLoop:
             # one poll of every socket per tick, then sleep: a zmq poll of 500 sockets costs about half a millisecond,
             # and polling at each message's arrival took 80 % of a core per 500 workers, starving the master measured
             for sock, _ in self.poller.poll(0):
+                w = self.by_monitor.get(sock)
+                if w is not None:
+                    if not w.dead:
+                        self._on_events(w)
+                    continue
                 w = self.by_sock.get(sock)
                 while w is not None and not w.dead:
                     try:
@@ -230,8 +273,7 @@ class _WorkerLoop:
                     self.conn.send(("error", repr(exc)))
             time.sleep(max(0.0, now + TICK_S - time.monotonic()))
         for w in self.workers:
-            if w.sock is not None:
-                w.sock.close(linger=0)
+            self._close(w)
         self.ctx.term()
 
 
@@ -400,9 +442,9 @@ class _ClientLoop:
             self._drain(50, lambda *a: None)
 
 
-def _worker_main(address, token, n_workers, cpus, conn, seed, env) -> None:
+def _worker_main(address, token, n_workers, cpus, protocol_name, conn, seed, env) -> None:
     os.environ.update(env)
-    _WorkerLoop(address, token, n_workers, cpus, conn, seed).run()
+    _WorkerLoop(address, token, n_workers, cpus, conn, seed, protocol_name).run()
 
 
 def _client_main(address, token, n_clients, conn, seed, env) -> None:
@@ -455,16 +497,21 @@ class WorkerGroup(_Group):
     """``n_workers`` simulated workers of ``cpus`` CPUs each, in one process, registered with the master at
     ``address`` (``host:port``) with ``token``. ``call("stats")`` counts workers, busy / vacant jobs and messages;
     ``call("kill", k)`` makes ``k`` workers (or those of a list of worker ids) vanish without a word (their actors
-    with them).
+    with them). ``protocol``: ``"zmtp"`` (liveness as ZMTP heartbeats, metrics every ``METRICS_INTERVAL_S``: today's
+    workers) or ``"messages"`` (a heartbeat message every ``HEARTBEAT_INTERVAL_S``: the earlier protocol).
 
     Raises:
         TimeoutError: the process did not start within ``ready_timeout_s``.
+        ValueError: an unknown ``protocol`` (raised in the group: reported as its start failing).
     """
 
     def __init__(
-        self, address: str, token: str, n_workers: int, cpus: int = 32, seed: int = 0, ready_timeout_s: float = 60.0
+        self, address: str, token: str, n_workers: int, cpus: int = 32, seed: int = 0, ready_timeout_s: float = 60.0,
+        protocol: str = "zmtp",
     ) -> None:
-        super().__init__(_worker_main, (address, token, n_workers, cpus, seed), ready_timeout_s)
+        if protocol not in ("zmtp", "messages"):
+            raise ValueError(f"protocol must be 'zmtp' or 'messages', got {protocol!r}")
+        super().__init__(_worker_main, (address, token, n_workers, cpus, protocol, seed), ready_timeout_s)
 
 
 class ClientGroup(_Group):

@@ -7,6 +7,7 @@ receive it bare. Out-of-band buffers (large arrays) travel as zero-copy frames.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ logger = logging.getLogger(__name__)
 _SNDMORE = int(zmq.SNDMORE)
 _NOBLOCK = int(zmq.NOBLOCK)
 _RCVMORE = int(zmq.RCVMORE)
+_EVENT = struct.Struct("=Hi")  # a socket monitor's event frame: event number, value
 
 
 def send(
@@ -105,16 +107,53 @@ def _finish_multipart(sock: zmq.Socket, parts: list, start: int, flags: int) -> 
         raise deferred
 
 
-def recv_frames(sock: zmq.Socket, flags: int = 0, routed: bool = False) -> list:
+def set_zmtp_heartbeat(sock: zmq.Socket, interval_s: float, window_s: float, reconnect_max_s: float) -> None:
+    """Keeps a connecting socket's link alive in libzmq, with no message reaching either side's Python: ZMTP PINGs
+    every ``interval_s`` (answered with PONGs by the peer's I/O thread), ``ZMQ_HEARTBEAT_TTL`` = ``window_s`` asks
+    the peer to drop this connection after that long without a frame from it (a killed, stopped or cut-off
+    process), and ``ZMQ_HEARTBEAT_TIMEOUT`` = ``window_s`` drops it here when the peer answers nothing for that
+    long. A dropped connection is reconnected by libzmq (every ``interval_s``, backing off to
+    ``reconnect_max_s``; a connect attempt is given up after ``window_s``, so a link that comes back is used within
+    about ``reconnect_max_s``). Call before ``connect``. Watch the socket's monitor
+    (``get_monitor_socket``) to learn of the drops and reconnections (``monitor_events``)."""
+    sock.setsockopt(zmq.HEARTBEAT_IVL, max(1, int(interval_s * 1000)))
+    sock.setsockopt(zmq.HEARTBEAT_TTL, max(100, int(window_s * 1000)))  # (sent in deciseconds: at least 0.1 s)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(1, int(window_s * 1000)))
+    sock.setsockopt(zmq.RECONNECT_IVL, max(1, int(interval_s * 1000)))
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, max(1, int(reconnect_max_s * 1000)))
+    sock.setsockopt(zmq.CONNECT_TIMEOUT, max(1, int(window_s * 1000)))
+
+
+def monitor_events(mon: zmq.Socket) -> list[tuple[int, int]]:
+    """Every event waiting on a socket monitor (``Socket.get_monitor_socket``), as ``(event, value)`` ints (the
+    value of ``EVENT_ACCEPTED`` / ``EVENT_DISCONNECTED`` is the connection's file descriptor, what ``SRCFD`` gives
+    for its messages: ``recv_routed(..., with_fd=True)``). Does not block."""
+    events = []
+    while True:
+        try:
+            frames = mon.recv_multipart(_NOBLOCK)
+        except zmq.Again:
+            return events
+        if frames and len(frames[0]) >= 6:
+            events.append(_EVENT.unpack_from(frames[0]))  # (libzmq packs them in native byte order)
+
+
+def recv_frames(sock: zmq.Socket, flags: int = 0, routed: bool = False, fd_out: list | None = None) -> list:
     """Receives a multipart message: the head (and, on a ROUTER socket, the routing identity before it) as
     bytes, the later frames (out-of-band buffers: large arrays) as writable ``bytearray``s, so that arrays
     received from a call can be updated in place as PARL code does (one copy out of zmq's receive buffer;
     same-host arrays of ``SHM_MIN_BYTES`` or more travel through shared memory instead).
 
     An exception (a Ctrl-C) after the first frame discards the rest of that message before it propagates,
-    so that the next call starts at a message boundary.
+    so that the next call starts at a message boundary. With ``fd_out`` (a list), the file descriptor of the
+    connection the message came in on (zmq's ``SRCFD``) is appended to it.
     """
-    frames = [sock.recv(flags)]
+    if fd_out is None:
+        frames = [sock.recv(flags)]
+    else:
+        first = sock.recv(flags, copy=False)
+        fd_out.append(first.get(zmq.SRCFD))
+        frames = [first.bytes]
     heads = 2 if routed else 1  # frames received as plain bytes (copied by zmq: small)
     try:
         while sock.getsockopt(_RCVMORE):
@@ -206,6 +245,7 @@ def recv_routed(
     reply_notices: bool = True,
     flags: int = 0,
     channel: shm_arena.Channel | None = None,
+    fd_out: list | None = None,
 ) -> tuple[bytes, Message] | None:
     """Receives one message on a ROUTER socket: ``(peer, message)``, where ``peer`` is the sender's routing
     identity (what ``send`` takes to answer it); returns None (after logging) when it had to be dropped.
@@ -217,12 +257,14 @@ def recv_routed(
         reply_notices: answer a rejected message with an unsigned notice.
         flags: zmq receive flags (``zmq.NOBLOCK`` raises ``zmq.Again`` when nothing is there).
         channel: the connection's shared-memory arenas (same-host peers), or None.
+        fd_out: a list to which the file descriptor of the sender's connection is appended (zmq's ``SRCFD``;
+            what the socket monitor's ``EVENT_DISCONNECTED`` names), or None.
 
     Raises:
         Notice: the peer sent an AUTH_FAILED / VERSION_MISMATCH notice.
         Unreadable: as ``recv``; its ``peer`` is set.
     """
-    frames = recv_frames(sock, flags, routed=True)
+    frames = recv_frames(sock, flags, routed=True, fd_out=fd_out)
     peer = bytes(frames[0])
     try:
         return peer, decode(signer, frames[1:], channel)
