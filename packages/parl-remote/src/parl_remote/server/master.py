@@ -12,11 +12,11 @@ cluster sends the master's Python no message per heartbeat; their metrics come a
 cut off); a socket monitor reports the drop (``EVENT_DISCONNECTED``, naming the connection's file descriptor, which
 the worker's registration message gave: ``SRCFD``), and the worker gets no new actors and its actors are listed
 ``unreachable``: a network cut shorter than ``LINK_GRACE_S`` costs no actor (the worker reconnects and registers
-again with its actors, which are then ``alive``, one entry each); after ``LINK_GRACE_S`` unreachable they end, the
-cause naming the lost link. Workers of the earlier protocol (a heartbeat message every interval, answered every
-third of their window) are still served: they are dropped after their window without a message. After a restart
-on the same port, the master knows nobody: its workers reconnect and register at once, and it answers messages of
-unknown peers with ``REREGISTER``.
+again with its actors, which are then ``alive``, one entry each); after ``LINK_GRACE_S`` without a sign of life
+(its last message or the TTL's last PING) they end, the cause naming the lost link. Workers of the earlier
+protocol (a heartbeat message every interval, answered every third of their window) are still served: they are
+dropped after their window without a message. After a restart on the same port, the master knows nobody: its
+workers reconnect and register at once, and it answers messages of unknown peers with ``REREGISTER``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ class Master(Scheduling):
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        # a worker's PINGs carry their TTL, which drops it once it falls silent; one that stops before its first PING
+        # arrived (within HEARTBEAT_INTERVAL_S of connecting) is caught by the master's own PING, sent once per
+        # window on each connection (answered in the peer's libzmq) and awaited for a window
+        window_ms = max(1, int(1000 * config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")))
+        self.sock.setsockopt(zmq.HEARTBEAT_IVL, window_ms)
+        self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, window_ms)
         if port:
             self.sock.bind(f"tcp://{host}:{port}")
             self.port = port
@@ -417,11 +423,11 @@ class Master(Scheduling):
             if info is None or self.workers.get(info.worker_id) is not info:
                 continue
             now = time.monotonic()
+            window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
             logger.warning("worker %s unreachable (its connection dropped: closed, or no heartbeat for %g s); its %d "
-                           "actor(s) wait for it", info.worker_id,
-                           config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS"),
-                           len(info.busy))  # fmt: skip
-            info.last_seen = now  # the grace runs from here
+                           "actor(s) wait for it", info.worker_id, window_s, len(info.busy))  # fmt: skip
+            # LINK_GRACE_S runs from its last sign of life: a drop by the TTL comes a window after its last PING
+            info.last_seen = max(info.last_seen, now - window_s)
             self._lose(info, now)
 
     def _expire(self) -> None:

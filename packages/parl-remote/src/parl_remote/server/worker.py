@@ -187,7 +187,10 @@ class Worker(JobPool):
         self.registered = True
 
     def on_reregister(self, msg: Message) -> None:
+        if not self.registered:  # its registration is on the way (messages queued during a drop went first)
+            return
         logger.info("master asked worker %s to register again", self.worker_id)
+        self.registered = False
         self._register()
 
     def on_assign(self, msg: Message) -> None:

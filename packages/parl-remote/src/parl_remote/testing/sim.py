@@ -225,7 +225,7 @@ class _WorkerLoop:
         for i, w in enumerate(self.workers):
             for _ in range(w.cpus):
                 self._new_job(w)
-            w.next_heartbeat = now + every_s * i / len(self.workers)  # spread, as workers started apart
+            w.next_heartbeat = now + every_s * (i + 1) / len(self.workers)  # spread, as workers started apart
             w.reconnect_s = self.interval_s
             self._connect(w)
         # workers heartbeat in a fixed rotation: each tick sends those due, the earliest first
