@@ -213,7 +213,8 @@ class Master(Scheduling):
             info.cpus_total,
             ",".join(info.gpus) or "none",
         )
-        self._reply(msg, {"master_pid": os.getpid()})
+        self._reply(msg, {"master_pid": os.getpid(), "liveness": "zmtp"})  # (a worker sends heartbeat messages
+        # to a master whose answer lacks it)
 
     def _known(self, msg: Message, info: Any) -> bool:
         """True when a worker's or client's record exists (it was seen now); otherwise tells the sender to register

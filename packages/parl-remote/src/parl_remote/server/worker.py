@@ -75,6 +75,7 @@ class Worker(JobPool):
         self.registered = False
         self.master_monitor: zmq.Socket | None = None  # the master connection's events (connected, dropped)
         self.master_connected = self.master_ever_connected = False
+        self.master_polls = False  # the master is of the earlier protocol: heartbeat messages every interval
         self.next_metrics = 0.0
         self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
         self.next_prune = 0.0
@@ -184,6 +185,12 @@ class Worker(JobPool):
             pass
 
     def on_master_reply(self, msg: Message) -> None:
+        body = msg.body()
+        if isinstance(body, dict) and "master_pid" in body:  # the answer to its registration
+            # a master of the earlier protocol expires workers that send no heartbeat message each interval
+            self.master_polls = body.get("liveness") != "zmtp"
+            if self.master_polls:
+                self.next_metrics = min(self.next_metrics, time.monotonic())
         self.registered = True
 
     def on_reregister(self, msg: Message) -> None:
@@ -317,7 +324,7 @@ class Worker(JobPool):
                 self.ended_logs = 0
                 self._prune_logs()
             if now >= self.next_metrics:
-                self.next_metrics = now + metrics_s
+                self.next_metrics = now + (config.get("HEARTBEAT_INTERVAL_S") if self.master_polls else metrics_s)
                 if self.registered:  # (a registration carries them too)
                     self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
         self._stop_jobs()
