@@ -68,6 +68,13 @@ class Master(Scheduling):
         window_ms = max(1, int(1000 * config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")))
         self.sock.setsockopt(zmq.HEARTBEAT_IVL, 10 * window_ms)
         self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, window_ms)
+        # a link cut: kernel keepalive probes on the quiet connection (no cost in this process) end it after about a
+        # window (the TTL alone was seen not to fire on a cut link in test_network_cut.py)
+        window_s = max(1, round(window_ms / 1000))
+        self.sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
+        self.sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, 1)
+        self.sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, 1)
+        self.sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, max(1, window_s - 1))
         if port:
             self.sock.bind(f"tcp://{host}:{port}")
             self.port = port
