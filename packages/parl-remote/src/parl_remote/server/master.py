@@ -6,17 +6,18 @@ an idle job to a client that asks for one (``ACQUIRE_JOB``); records why actors 
 ``ACTOR_LOG`` reads to the worker that holds the log.
 
 Liveness: workers keep their connection alive with ZMTP heartbeats handled in libzmq (``zmq_io.set_zmtp_heartbeat``:
-PINGs every ``HEARTBEAT_INTERVAL_S`` carrying a TTL of ``HEARTBEAT_INTERVAL_S`` x ``HEARTBEAT_LIVENESS``), so an idle
-cluster sends the master's Python no message per heartbeat; their metrics come as a message every
-``METRICS_INTERVAL_S``. The master's libzmq drops the connection of a worker silent for the TTL (killed, stopped,
-cut off); a socket monitor reports the drop (``EVENT_DISCONNECTED``, naming the connection's file descriptor, which
-the worker's registration message gave: ``SRCFD``), and the worker gets no new actors and its actors are listed
-``unreachable``: a network cut shorter than ``LINK_GRACE_S`` costs no actor (the worker reconnects and registers
-again with its actors, which are then ``alive``, one entry each); after ``LINK_GRACE_S`` without a sign of life
-(its last message or the TTL's last PING) they end, the cause naming the lost link. Workers of the earlier
-protocol (a heartbeat message every interval, answered every third of their window) are still served: they are
-dropped after their window without a message. After a restart on the same port, the master knows nobody: its
-workers reconnect and register at once, and it answers messages of unknown peers with ``REREGISTER``.
+PINGs every ``HEARTBEAT_INTERVAL_S`` carrying a TTL of ``HEARTBEAT_INTERVAL_S`` x ``HEARTBEAT_LIVENESS``), so an
+idle cluster sends the master's Python no message per heartbeat; their metrics come as a message every
+``METRICS_INTERVAL_S``. The master's libzmq drops the connection of a worker silent for the TTL (killed, stopped; a
+cut link is ended by kernel keepalive probes); a socket monitor reports the drop (``EVENT_DISCONNECTED``, naming the
+connection's file descriptor, which the worker's registration message gave: ``SRCFD``), and the worker gets no new
+actors and its actors are listed ``unreachable``: a network cut shorter than ``LINK_GRACE_S`` costs no actor (the
+worker reconnects and registers again with its actors, which are then ``alive``, one entry each); after
+``LINK_GRACE_S`` without a sign of life (its last message or the TTL's last PING) they end, the cause naming the
+lost link. Workers of the earlier protocol (a heartbeat message every interval, answered every third of their
+window) are still served: they are dropped after their window without a message. After a restart on the same port,
+the master knows nobody: its workers reconnect and register at once, and it answers messages of unknown peers with
+``REREGISTER``.
 """
 
 from __future__ import annotations
