@@ -110,8 +110,8 @@ def test_a_real_worker_stopped_then_continued(master, monkeypatch):
         with ClusterClient(master.address, token=master.token, timeout_s=5.0) as client:
             wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 30.0, message="the worker")
             window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
-            # its first PING (an interval after it connected) arms the TTL; a worker stopped before that is dropped by
-            # the master's own PINGs, every 10 windows
+            # its first PING (an interval after it connected) arms the TTL (a worker stopped before that is not noticed
+            # until it runs again: benchmarks/README.md)
             time.sleep(2 * config.get("HEARTBEAT_INTERVAL_S"))
             proc.send_signal(signal.SIGSTOP)
             stopped_at = time.monotonic()

@@ -62,20 +62,8 @@ class Master(Scheduling):
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
-        # a worker's PINGs carry their TTL, which drops it once it falls silent; one that stops before its first PING
-        # arrived (within HEARTBEAT_INTERVAL_S of connecting) is caught by the master's own PINGs, sent every 10
-        # windows on each connection (answered in the peer's libzmq) and awaited for a window. (Every window cost
-        # 2.4x the idle master's I/O thread at 1,000 workers: libzmq cancels a timer by a scan of its list.)
-        window_ms = max(1, int(1000 * config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")))
-        self.sock.setsockopt(zmq.HEARTBEAT_IVL, 10 * window_ms)
-        self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, window_ms)
-        # a link cut: kernel keepalive probes on the quiet connection (no cost in this process) end it after about a
-        # window (the TTL alone was seen not to fire on a cut link in test_network_cut.py)
-        window_s = max(1, round(window_ms / 1000))
-        self.sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
-        self.sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, 1)
-        self.sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, 1)
-        self.sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, max(1, window_s - 1))
+        # (no PINGs of the master's own: on a client's connection, which sends none, they ended it during a network
+        # cut shorter than LINK_GRACE_S, test_network_cut.py; every window they also cost 2.4x its I/O thread)
         if port:
             self.sock.bind(f"tcp://{host}:{port}")
             self.port = port
@@ -208,6 +196,8 @@ class Master(Scheduling):
         info.fd = self.sender_fd
         if info.fd >= 0:  # (a worker of either protocol: a closed connection is seen at once)
             self.worker_by_fd[info.fd] = info
+            if info.zmtp:
+                _keepalive(info.fd)
         if info.zmtp and info.fd >= 0:
             self.polled.pop(wid, None)
         else:  # heartbeat messages, or no file descriptor to learn of a drop by: expired by its silence
@@ -534,6 +524,23 @@ class Master(Scheduling):
         except Exception:
             logger.exception("master: handler of %s failed", msg.type.name)
         return True
+
+
+def _keepalive(fd: int) -> None:
+    """Kernel TCP keepalive probes on a worker's connection (1 s idle, 1 s apart, ending it after about a heartbeat
+    window): a cut link ends then (in test_network_cut.py the ZMTP TTL alone did not end a cut worker's connection,
+    though it ends a stopped one's). On that connection only: a client's survives a cut up to ``LINK_GRACE_S``."""
+    import socket
+
+    window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
+    try:
+        with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # (a duplicate of zmq's descriptor)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, round(window_s) - 1))
+    except (OSError, AttributeError) as exc:  # (not a TCP socket, or a system without these options)
+        logger.debug("no keepalive on fd %d: %s", fd, exc)
 
 
 def raise_fd_limit() -> tuple[int, int]:
