@@ -2,8 +2,9 @@
 so an idle cluster sends the master's Python no message per heartbeat; a worker that stops answering (its process
 stopped: still connected, silent) loses its connection after HEARTBEAT_INTERVAL_S x HEARTBEAT_LIVENESS, which the
 master learns of from its socket monitor (the unreachable path); once it runs again it reconnects and registers at
-once. Workers of the earlier protocol (a heartbeat message every interval) are still served. Network cuts through
-the same path: ``test_network_cut.py``; master restarts: ``test_master_restart.py``, ``test_scale.py``.
+once. Workers of the earlier protocol (a heartbeat message every interval) are still served. Network cuts (the
+worker's connection ended by kernel keepalive probes, then the same path): ``test_network_cut.py``; master restarts:
+``test_master_restart.py``, ``test_scale.py``.
 """
 
 from __future__ import annotations
