@@ -332,8 +332,9 @@ def categorical_sample(probs: torch.Tensor, generator: torch.Generator | None = 
     """One draw per row from the categorical distribution ``probs``: the same draws as
     ``torch.multinomial(probs, 1).squeeze(1)``, without its validation passes.
 
-    ``torch.multinomial`` draws one sample as an exponential race (Gumbel-max in exponential form):
-    ``argmax(probs / E)`` with ``E ~ Exp(1)`` i.i.d., drawn by ``exponential_`` on the generator. Here the same
+    ``torch.multinomial`` draws one sample as an exponential race, the Gumbel-max trick in exponential form
+    (Maddison, Tarlow and Minka 2014, "A* Sampling"): ``argmax(probs / E)`` with ``E ~ Exp(1)`` i.i.d., drawn
+    by ``exponential_`` on the generator. Here the same
     three calls are issued directly, so the actions and the generator's state afterwards equal
     ``torch.multinomial``'s (checked in the tests for the installed torch); the checks it runs first (``max``,
     ``min`` and row sums of ``probs``, each read back to the host: ~60 % of its time for a batch of 8) are
