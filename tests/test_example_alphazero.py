@@ -81,6 +81,17 @@ def test_mcts_takes_a_win_and_blocks_a_loss():
         search([win], [{}], uniform, 0)
 
 
+def test_mcts_solver_proves_a_double_threat():
+    root = Board.from_moves("3344")  # X to move: column 2 or 5 (1-based) makes three in a row open at both ends
+    tree: dict = {}
+    counts = search([root], [tree], uniform, 40)[0]
+    node = tree[root.key()]
+    assert node.value == 1 and set(np.flatnonzero(node.terminal == 1)) <= {1, 4} and node.allowed.sum() >= 1
+    assert counts.sum() > 0 and set(np.flatnonzero(counts)) <= {1, 4}  # only proven wins are returned
+    after = tree[root.play(1).key()]
+    assert after.value == -1  # O cannot block both ends
+
+
 def test_move_outcomes_match_a_two_ply_search():
     rng = np.random.default_rng(1)
     checked = 0

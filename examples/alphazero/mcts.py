@@ -9,7 +9,8 @@ evaluates the B leaves with one network call, and backs the values up. A game's 
 are scored by the rules (a win +1, a full board 0), never by the network; so are the two-ply tactics the rules
 decide (Pons' ``possibleNonLosingMoves``): a position with a winning move is worth +1 and the search visits only
 its winning moves; a move that lets the opponent win with its next stone is worth -1 and is not visited while
-another move is not lost.
+another move is not lost. Proven values climb the tree as in MCTS-Solver (Winands et al. 2008; OpenSpiel's
+``MCTSBot`` solves the same way): a position with a proven won move, or whose moves are all proven, is proven.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ class Node:
     """One expanded position: priors ``P``, visit counts ``N``, total values ``W`` (float64 ``[7]``, the value of
     a move for this node's player to move), ``terminal`` (float64 ``[7]``, :meth:`connect4.Board.move_outcomes`:
     +1 a move that wins at once, -1 one that lets the opponent win with its next stone, 0 the last move of a
-    drawn board, NaN otherwise), ``allowed`` (bool ``[7]``: the moves the search visits: the winning moves when
-    there are any, else the moves not proven lost when there are any, else every legal move), ``value`` (the
-    position's value for its player to move when the rules decide it: +1 it wins at once, -1 every move loses;
-    NaN otherwise) and the child boards."""
+    drawn board, NaN otherwise; then the moves the search proves, MCTS-Solver), ``allowed`` (bool ``[7]``: the
+    moves the search visits: the won moves when there are any, else the moves not proven lost when there are
+    any, else every legal move), ``value`` (the position's value for its player to move once proven: +1 a move
+    wins, else the best proven move when every move is proven; NaN otherwise) and the child boards."""
 
     __slots__ = ("board", "P", "N", "W", "n_total", "legal", "allowed", "terminal", "value", "children", "root_P")
 
@@ -40,13 +41,7 @@ class Node:
         self.board = board
         self.legal = board.legal_mask()
         self.terminal = board.move_outcomes()
-        wins, lost = self.terminal == 1.0, self.terminal == -1.0
-        if wins.any():
-            self.allowed, self.value = wins, 1.0
-        elif (self.legal & ~lost).any():
-            self.allowed, self.value = self.legal & ~lost, math.nan
-        else:
-            self.allowed, self.value = self.legal, -1.0 if self.legal.any() else math.nan
+        self.settle()
         p = np.where(self.allowed, prior, 0.0)
         total = p.sum()
         self.P = p / total if total > 0 else self.allowed / max(self.allowed.sum(), 1)
@@ -62,6 +57,18 @@ class Node:
         u = c_puct * self.root_P * math.sqrt(max(self.n_total, 1)) / (1.0 + self.N)
         return int(np.argmax(np.where(self.allowed, q + u, -np.inf)))
 
+    def settle(self) -> None:
+        """Recompute ``allowed`` and ``value`` from ``terminal`` (after a move's value was proven)."""
+        t, legal = self.terminal, self.legal
+        wins = t == 1.0
+        if wins.any():
+            self.allowed, self.value = wins, 1.0
+            return
+        open_ = legal & ~(t == -1.0)
+        self.allowed = open_ if open_.any() else legal
+        known = ~np.isnan(t[legal])
+        self.value = float(t[legal].max()) if legal.any() and known.all() else math.nan
+
     def child(self, col: int) -> Board:
         b = self.children[col]
         if b is None:
@@ -69,12 +76,22 @@ class Node:
         return b
 
 
-def _backup(path: list[tuple[Node, int]], value: float) -> None:
-    """``value``: the value of the last move of ``path`` for the player who makes it."""
+def _backup(path: list[tuple[Node, int]], value: float, proven: float = math.nan) -> None:
+    """``value``: the value of the last move of ``path`` for the player who makes it; ``proven``: that value when it
+    is exact (a finished game, or a position the rules or the tree decide), else NaN.
+
+    MCTS-Solver (Winands, Bjornsson and Saito 2008, "Monte-Carlo Tree Search Solver"): a proven move value is
+    stored in its node's ``terminal``; a node whose moves are decided (a winning move, or every move proven) is
+    proven in turn, for the move into it, up the path."""
     for node, col in reversed(path):
         node.N[col] += 1
         node.W[col] += value
         node.n_total += 1
+        if not math.isnan(proven):
+            if math.isnan(node.terminal[col]):
+                node.terminal[col] = proven
+                node.settle()
+            proven = -node.value
         value = -value
 
 
@@ -137,7 +154,8 @@ def search(
                 col = node.select(c_puct)
                 path.append((node, col))
                 if not math.isnan(node.terminal[col]):
-                    _backup(path, float(node.terminal[col]))  # a win (+1) or a draw (0) by the rules
+                    value = float(node.terminal[col])  # proven: a win (+1), a draw (0) or a loss (-1)
+                    _backup(path, value, value)
                     break
                 board = node.child(col)
                 nxt = tree.get(board.key())
@@ -150,10 +168,11 @@ def search(
             for (i, board, path), p, v in zip(pending, priors, values, strict=True):
                 leaf = trees[i][board.key()] = Node(board, p)
                 value = float(v) if math.isnan(leaf.value) else leaf.value  # the rules' value when they decide it
-                _backup(path, -value)  # value is for the leaf's player, the opponent of the mover
+                _backup(path, -value, -leaf.value)  # value is for the leaf's player, the opponent of the mover
     for node in nodes:
         node.root_P = node.P
-    return np.stack([node.N.copy() for node in nodes])
+    # a proven win is played, a proven loss is not while another move is open (their visits may lag behind)
+    return np.stack([np.where(n.allowed, n.N, 0.0) if n.N[n.allowed].sum() > 0 else n.N.copy() for n in nodes])
 
 
 def visit_policy(counts: np.ndarray, temperature: float) -> np.ndarray:
