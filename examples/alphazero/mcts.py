@@ -119,7 +119,8 @@ def search(
         rng: for the noise.
 
     Returns:
-        float64 ``[B, 7]``: the roots' visit counts (0 for illegal columns).
+        float64 ``[B, 7]``: the roots' visit counts (0 for illegal columns), 0 too for the moves a proof rules
+        out (all but the won moves when a move is proven won; the proven lost moves while another is open).
 
     Raises:
         ValueError: lengths differ, ``simulations < 1``, or a root is a finished game (no legal move).
