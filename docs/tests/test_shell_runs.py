@@ -171,14 +171,9 @@ RUN_PAGES = sorted(page for page, cmds in COMMANDS.items() if any(c.not_run() is
 
 
 def _flag_value(words: list[str], flag: str) -> str | None:
-    """The last value given to ``flag`` in ``words`` (``--x 1`` or ``--x=1``), or None."""
-    value = None
-    for i, w in enumerate(words):
-        if w == flag and i + 1 < len(words):
-            value = words[i + 1]
-        elif w.startswith(flag + "="):
-            value = w.split("=", 1)[1]
-    return value
+    """The (first) value of the last occurrence of ``flag`` in ``words`` (``--x 1`` or ``--x=1``), or None."""
+    values = _flag_values(words, flag)
+    return values[0] if values else None
 
 
 def _flag_values(words: list[str], flag: str) -> list[str]:
