@@ -204,10 +204,13 @@ def lint(session: nox.Session) -> None:
 def wheels(session: nox.Session) -> None:
     """Build every package's wheel, install them all together in this clean venv, smoke-import."""
     dist = pathlib.Path(session.create_tmp()) / "dist"
-    session.install("build>=1.0")
+    # with uv, the isolated build environments and the two single-framework venvs below are made by uv (seconds
+    # each, against pip's 10-60 s)
+    uv = session.venv_backend == "uv"
+    session.install("build[uv]>=1.0" if uv else "build>=1.0")
     for folder in PACKAGES:
-        session.run("python", "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "packages" / folder),
-                    silent=True)
+        session.run("python", "-m", "build", "--wheel", *(("--installer", "uv") if uv else ()), "--outdir", str(dist),
+                    str(ROOT / "packages" / folder), silent=True)
     wheels_built = sorted(str(p) for p in dist.glob("*.whl"))
     if len(wheels_built) != len(PACKAGES):
         session.error(f"expected {len(PACKAGES)} wheels, built {wheels_built}")
@@ -220,12 +223,16 @@ def wheels(session: nox.Session) -> None:
     # each framework alone: `pip install parl-core[<backend>]` (without the other) imports and trains a step
     for backend, absent in (("paddle", "torch"), ("torch", "paddle")):
         venv = pathlib.Path(session.create_tmp()) / f"only-{backend}"
-        session.run("python", "-m", "venv", "--clear", str(venv), silent=True)
         python = str(venv / "bin" / "python")
         core = next(w for w in wheels_built if pathlib.Path(w).name.startswith("parl_core-"))
         algorithms = next(w for w in wheels_built if pathlib.Path(w).name.startswith("parl_algorithms-"))
-        session.run(python, "-m", "pip", "install", "-q", *CONSTRAINTS, "--find-links", str(dist),
-                    f"{core}[{backend}]", algorithms, external=True)
+        wanted = (*CONSTRAINTS, "--find-links", str(dist), f"{core}[{backend}]", algorithms)
+        if uv:
+            session.run("python", "-m", "uv", "venv", "--clear", "-q", str(venv), silent=True)
+            session.run("python", "-m", "uv", "pip", "install", "-q", "--python", python, *wanted)
+        else:
+            session.run("python", "-m", "venv", "--clear", str(venv), silent=True)
+            session.run(python, "-m", "pip", "install", "-q", *wanted, external=True)
         session.run(python, "-c", ONE_STEP.format(backend=backend, absent=absent), external=True)
 
 

@@ -63,14 +63,75 @@ def test_board_from_array_rejects_bad_input():
 
 def test_mcts_takes_a_win_and_blocks_a_loss():
     win = Board.from_moves("121212")  # X to move: column 1 wins
-    assert search([win], [{}], uniform, 50).argmax() == 0
+    counts = search([win], [{}], uniform, 10)[0]
+    assert counts.argmax() == 0 and counts.sum() == counts[0] == 10  # a win in one: no simulation elsewhere
     block = Board.from_moves("17273")  # O to move; X holds columns 1, 2, 3 (1-based) of the bottom row
-    counts = search([block], [{}], uniform, 200)
-    assert counts.argmax() == 3  # the only move that does not lose at once
+    counts = search([block], [{}], uniform, 10)[0]
+    assert counts.argmax() == 3 and counts[3] == 10  # the only move that does not lose at once
+    # O to move; X threatens row 2 of column 4 (1-based), still empty: a stone in column 4 lets X win on top of it
+    under = Board.from_moves("5336576")
+    assert under.move_outcomes()[3] == -1 and np.isnan(under.move_outcomes()[[0, 1, 2, 4, 5, 6]]).all()
+    counts = search([under], [{}], uniform, 30)[0]
+    assert counts[3] == 0 and counts.sum() == 30
+    counts = search([Board.from_moves("12121")], [{}], uniform, 5)[0]  # O must block X's column 1 (1-based)
+    assert counts[0] == 5
     with pytest.raises(ValueError, match="same length"):
         search([win], [], uniform, 10)
     with pytest.raises(ValueError, match="simulations must be >= 1"):
         search([win], [{}], uniform, 0)
+
+
+def test_mcts_solver_proves_a_double_threat():
+    root = Board.from_moves("3344")  # X to move: column 2 or 5 (1-based) makes three in a row open at both ends
+    tree: dict = {}
+    counts = search([root], [tree], uniform, 40)[0]
+    node = tree[root.key()]
+    assert node.value == 1 and set(np.flatnonzero(node.terminal == 1)) <= {1, 4} and node.allowed.sum() >= 1
+    assert counts.sum() > 0 and set(np.flatnonzero(counts)) <= {1, 4}  # only proven wins are returned
+    after = tree[root.play(1).key()]
+    assert after.value == -1  # O cannot block both ends
+
+
+def test_move_outcomes_match_a_two_ply_search():
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(40):  # random games: each move's outcome by the bitboard rules == by playing it out two plies
+        b = Board()
+        while True:
+            outcomes, legal = b.move_outcomes(), b.legal()
+            wins = [c for c in legal if b.is_winning_move(c)]
+            for c in range(7):
+                if c not in legal:
+                    assert np.isnan(outcomes[c])
+                elif wins:
+                    assert (outcomes[c] == 1) == (c in wins)
+                elif b.moves == 41:
+                    assert outcomes[c] == 0
+                else:
+                    after = b.play(c)
+                    assert (outcomes[c] == -1) == any(after.is_winning_move(d) for d in after.legal())
+                    checked += 1
+            c = int(rng.choice(legal))
+            if b.is_winning_move(c) or b.moves == 41:
+                break
+            b = b.play(c)
+    assert checked > 500
+
+
+def test_leaf_value_of_a_won_position_is_exact():
+    """A leaf whose player to move can win at once is worth +1 to that player, whatever the network says."""
+    def optimist(boards):  # the network calls every position lost for its player to move
+        return np.full((len(boards), 7), 1 / 7, np.float32), np.full(len(boards), -1.0, np.float32)
+
+    # X to move; O threatens both ends of its bottom row (columns 0 and 4, 0-based): every move of X loses
+    lost = Board.from_array(np.array([[0] * 7] * 4 + [[0, 0, 0, 0, 0, 1, 0], [0, -1, -1, -1, 0, 1, 1]]))
+    assert (lost.move_outcomes()[lost.legal_mask()] == -1).all()
+    tree: dict = {}
+    counts = search([lost], [tree], optimist, 14)[0]
+    node = tree[lost.key()]
+    assert node.value == -1 and counts.sum() == 14 and node.allowed.all()
+    q = node.W[counts > 0] / counts[counts > 0]
+    assert np.allclose(q, -1.0)  # the network's -1 for O would have made every move look like a win for X
 
 
 def minimax(b: Board) -> int:

@@ -136,7 +136,7 @@ def test_minatar_tiny_run_then_restore(example, tmp_path):
     import torch
 
     def weights(name):
-        return torch.load(tmp_path / name / "model.ckpt", weights_only=True)["state"]["model"]
+        return torch.load(tmp_path / name / "model.ckpt", weights_only=True)  # PARL's file: the Q-network's state_dict
 
     a, b, c = weights("a"), weights("b"), weights("c")
     assert a.keys() == b.keys() and len(a) == 10  # conv, the dueling head's 2 x 2 layers: weights and biases

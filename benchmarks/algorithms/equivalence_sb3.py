@@ -91,7 +91,7 @@ def check_td3(steps: int) -> tuple[dict, float]:
     sb3 = TD3("MlpPolicy", gym.make("HalfCheetah-v5"), learning_rate=1e-3, buffer_size=1000, learning_starts=0,
               batch_size=BATCH, tau=0.005, gamma=0.99, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
               policy_kwargs=dict(net_arch=[400, 300]), seed=0, device="cpu")
-    model = load_example("td3").TD3Model(OBS_DIM, ACT_DIM, (400, 300))
+    model = load_example("td3").define_model("torch")(OBS_DIM, ACT_DIM, (400, 300))  # TD3Model
     pairs = {"actor": (model.actor, sb3.actor.mu), "q1": (model.q1, sb3.critic.qf0), "q2": (model.q2, sb3.critic.qf1)}
     for ours, theirs in pairs.values():
         copy_into(ours, linears(theirs))
@@ -118,7 +118,7 @@ def check_sac(steps: int) -> tuple[dict, float]:
     sb3 = SAC("MlpPolicy", gym.make("HalfCheetah-v5"), learning_rate=3e-4, buffer_size=1000, learning_starts=0,
               batch_size=BATCH, tau=0.005, gamma=0.99, ent_coef="auto", policy_kwargs=dict(net_arch=[256, 256]),
               seed=0, device="cpu")
-    model = load_example("sac").SACModel(OBS_DIM, ACT_DIM, (256, 256))
+    model = load_example("sac").define_model("torch")(OBS_DIM, ACT_DIM, (256, 256))  # SACModel
 
     def actor_layers() -> list:
         return linears(sb3.actor.latent_pi) + [Stacked(sb3.actor.mu, sb3.actor.log_std)]

@@ -41,8 +41,9 @@ class Plot:
 
 
 PLOTS: tuple[Plot, ...] = (
-    Plot("sb3", "Ours vs Stable-Baselines3: speed-up to the return threshold (median of 5 seeds)",
-         "Algorithms", "| algo | env | reached ours / SB3", ("PPO", "DQN", "A2C", "SAC", "TD3"),
+    Plot("sb3", "Ours vs Stable-Baselines3: speed-up to the return threshold (median of 5 seeds, 2026-11-21)",
+         "2026-11-21: all five rows (history)", "| algo | env | reached ours / SB3",
+         ("PPO", "DQN", "A2C", "SAC", "TD3"),
          ("speed-up (SB3 s / ours s)",), "SB3 seconds / our seconds", reference={"P5 target (2x)": 2.0,
                                                                                    "even (1x)": 1.0}),
     Plot("scale", "The master against simulated workers (32 CPUs each): idle CPU and CPU per heartbeat",

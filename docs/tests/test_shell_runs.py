@@ -9,6 +9,8 @@ What a run changes, and nothing else:
 
 - tiny budgets: ``TINY`` maps each script to flags appended to the page's command (argparse: the last occurrence
   wins), so that each command takes seconds; a budget the page already sets lower (``--total-steps 0``) is kept;
+- sizes: a page's ``--actors`` / ``--actor_num`` above 2 run with 2 and ``--cpu-num`` above 4 with 4 (``CAPS``: the CI
+  machine has 2 cores; 15 actors run the same code as 2, and the cluster tests of parl-remote measure the counts);
 - placeholders: ``[--double]`` runs with the flag; ``runs/.../model.ckpt`` is the file of that name the page's
   earlier commands wrote; the port ``8010`` is a free port (the page's own ``xparl start`` runs on it; a page that
   names a cluster without starting one gets one started for it), and the example hosts (``HOST``, ``10.0.0.1``)
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import itertools
 import os
 import pathlib
 import re
@@ -120,6 +123,8 @@ TINY: dict[str, list[str]] = {
     "benchmarks/scale/bench_scale.py": ["--workers", "10", "--cpus", "4", "--actors", "20", "--clients", "2",
                                         "--window", "1", "--settle", "0.5"],
 }
+# Counts a page may set higher than the CI machine's 2 cores hold; the command runs with the cap.
+CAPS = {"--actors": 2, "--actor_num": 2, "--cpu-num": 4}
 # Exit codes that mean success on a tiny budget, by script (with the reason).
 EXIT_OK = {f"examples/evokit/{name}": (0, 1)  # 1: "not solved" within the budget (the summary is printed)
            for name in ("cartpole_es.py", "pendulum_es.py", "online_loop.py")}
@@ -166,14 +171,33 @@ RUN_PAGES = sorted(page for page, cmds in COMMANDS.items() if any(c.not_run() is
 
 
 def _flag_value(words: list[str], flag: str) -> str | None:
-    """The last value given to ``flag`` in ``words`` (``--x 1`` or ``--x=1``), or None."""
-    value = None
+    """The (first) value of the last occurrence of ``flag`` in ``words`` (``--x 1`` or ``--x=1``), or None."""
+    values = _flag_values(words, flag)
+    return values[0] if values else None
+
+
+def _flag_values(words: list[str], flag: str) -> list[str]:
+    """Every value of the last occurrence of ``flag`` (``--workers 10 100 1000`` -> three), ``[]`` if absent."""
+    values: list[str] = []
     for i, w in enumerate(words):
-        if w == flag and i + 1 < len(words):
-            value = words[i + 1]
+        if w == flag:
+            values = list(itertools.takewhile(lambda v: not v.startswith("--"), words[i + 1:]))
         elif w.startswith(flag + "="):
-            value = w.split("=", 1)[1]
-    return value
+            values = [w.split("=", 1)[1]]
+    return values
+
+
+def capped(words: list[str]) -> list[str]:
+    """``words`` with the counts of ``CAPS`` lowered to their caps (``--actors 15`` -> ``--actors 2``)."""
+    out = list(words)
+    for i, w in enumerate(out):
+        flag, eq, value = w.partition("=")
+        if flag in CAPS:
+            if eq and (_number(value) or 0) > CAPS[flag]:
+                out[i] = f"{flag}={CAPS[flag]}"
+            elif not eq and i + 1 < len(out) and (_number(out[i + 1]) or 0) > CAPS[flag]:
+                out[i + 1] = str(CAPS[flag])
+    return out
 
 
 def _number(text: str | None) -> float | None:
@@ -199,8 +223,9 @@ def tiny(words: list[str]) -> list[str]:
         while i < len(flags) and not flags[i].startswith("--"):
             values.append(flags[i])
             i += 1
-        page_value, tiny_value = _number(_flag_value(words, flag)), _number(values[0] if len(values) == 1 else None)
-        if page_value is not None and tiny_value is not None and page_value <= tiny_value:
+        page_values = [_number(v) for v in _flag_values(words, flag)]
+        tiny_value = _number(values[0] if len(values) == 1 else None)
+        if page_values and tiny_value is not None and all(v is not None and v <= tiny_value for v in page_values):
             continue  # the page's budget is smaller already (e.g. --total-steps 0 to evaluate a restored model)
         extra += [flag, *values]
     return words + extra
@@ -242,7 +267,7 @@ class PageRun:
                 path.write_text(self.token())
         if out[0] in ("python", "python3") or out[0].endswith("/python"):  # .venv/bin/python: this interpreter
             out[0] = sys.executable
-        return tiny(out)
+        return tiny(capped(out))
 
     def earlier_output(self, word: str) -> str:
         """``runs/.../model.ckpt``: the newest file of that name under ``runs/`` an earlier command wrote."""
@@ -369,3 +394,15 @@ def test_tiny_keeps_the_pages_lower_budget_and_the_rest():
     assert _flag_value(tiny(["python", "examples/dqn/train.py", "--total-steps", "50000"]), "--total-steps") == "300"
     assert _unbracket(["xparl", "stop", "[--port", "8010]", "[--double]"]) == ["xparl", "stop", "--port", "8010",
                                                                                "--double"]
+
+
+def test_caps_and_multi_valued_budgets():
+    """Counts above the caps are lowered; a flag with several values keeps the page's only if all are lower."""
+    assert capped(["python", "x.py", "--actors", "15", "--cpu-num", "16"]) == ["python", "x.py", "--actors", "2",
+                                                                             "--cpu-num", "4"]
+    assert capped(["xparl", "start", "--cpu-num", "2", "--actor_num=8"]) == ["xparl", "start", "--cpu-num", "2",
+                                                                             "--actor_num=2"]
+    page = ["python", "benchmarks/scale/bench_scale.py", "--workers", "10", "100", "1000", "--link-grace", "1"]
+    assert _flag_values(tiny(page), "--workers") == ["10"]
+    low = ["python", "benchmarks/scale/bench_scale.py", "--workers", "2", "5"]
+    assert _flag_values(tiny(low), "--workers") == ["2", "5"]

@@ -19,6 +19,8 @@ _H1 = HEIGHT + 1
 BOTTOM = [1 << (_H1 * c) for c in range(WIDTH)]
 TOP = [1 << (HEIGHT - 1 + _H1 * c) for c in range(WIDTH)]
 COLUMN = [((1 << HEIGHT) - 1) << (_H1 * c) for c in range(WIDTH)]
+BOTTOM_MASK = sum(BOTTOM)
+BOARD_MASK = sum(COLUMN)
 #: the bit index of cell (row r from the top, column c) in the [6, 7] picture of a board
 _BIT_OF_CELL = np.array([[_H1 * c + (HEIGHT - 1 - r) for c in range(WIDTH)] for r in range(HEIGHT)], np.uint64)
 
@@ -30,6 +32,20 @@ def aligned(pos: int) -> bool:
         if m & (m >> (2 * shift)):
             return True
     return False
+
+
+def winning_cells(pos: int, mask: int) -> int:
+    """The empty cells (a bitboard, reachable or not) that would complete four in a row for the stones ``pos``
+    on a board whose stones are ``mask`` (Pons' ``compute_winning_position``)."""
+    r = (pos << 1) & (pos << 2) & (pos << 3)  # vertical: only upwards
+    for s in (_H1, HEIGHT, HEIGHT + 2):  # horizontal and both diagonals
+        p = (pos << s) & (pos << 2 * s)
+        r |= p & (pos << 3 * s)
+        r |= p & (pos >> s)
+        p = (pos >> s) & (pos >> 2 * s)
+        r |= p & (pos << s)
+        r |= p & (pos >> 3 * s)
+    return r & (BOARD_MASK ^ mask)
 
 
 class Board(NamedTuple):
@@ -63,6 +79,34 @@ class Board(NamedTuple):
         if not 0 <= col < WIDTH or self.mask & TOP[col]:
             raise ValueError(f"illegal move {col!r}: legal columns are {self.legal()}")
         return Board(self.position ^ self.mask, self.mask | (self.mask + BOTTOM[col]), self.moves + 1)
+
+    def move_outcomes(self) -> np.ndarray:
+        """float64 ``[7]``: what the rules alone decide about each move, for the player to move: +1 a move that
+        wins at once; -1 a move that lets the opponent win with its next stone (it leaves an opponent's
+        immediate win unblocked, or it fills the cell under one), only when no move wins at once; 0 the last
+        move of a full board that does not win; NaN otherwise (undecided, and for full columns).
+        Pons' ``possibleNonLosingMoves``."""
+        out = np.full(WIDTH, np.nan)
+        possible = (self.mask + BOTTOM_MASK) & BOARD_MASK
+        mine = winning_cells(self.position, self.mask) & possible
+        if mine:
+            for c in range(WIDTH):
+                if mine & COLUMN[c]:
+                    out[c] = 1.0
+            return out
+        theirs = winning_cells(self.position ^ self.mask, self.mask)
+        forced = possible & theirs
+        two_threats = forced & (forced - 1)
+        under = (theirs >> 1) & possible  # a stone here lets the opponent play on top of it and win
+        last = self.moves == CELLS - 1
+        for c in range(WIDTH):
+            if not possible & COLUMN[c]:
+                continue
+            if two_threats or (forced and not forced & COLUMN[c]) or under & COLUMN[c]:
+                out[c] = -1.0
+            elif last:
+                out[c] = 0.0
+        return out
 
     def key(self) -> int:
         """A unique int for the position (Pons' key ``position + mask``)."""

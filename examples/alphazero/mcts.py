@@ -6,7 +6,11 @@ every game's tree from its root to a new leaf by ``argmax_a Q(s,a) + c_puct P(s,
 evaluates the B leaves with one network call, and backs the values up. A game's tree is a dict
 ``key -> Node`` that a caller keeps between moves, so the subtree of the move played is reused (as PARL's
 ``MCTS`` object, which keeps its ``Qsa`` / ``Nsa`` dicts across the moves of one game). Moves that end the game
-are scored by the rules (a win +1, a full board 0), never by the network.
+are scored by the rules (a win +1, a full board 0), never by the network; so are the two-ply tactics the rules
+decide (Pons' ``possibleNonLosingMoves``): a position with a winning move is worth +1 and the search visits only
+its winning moves; a move that lets the opponent win with its next stone is worth -1 and is not visited while
+another move is not lost. Proven values climb the tree as in MCTS-Solver (Winands et al. 2008; OpenSpiel's
+``MCTSBot`` solves the same way): a position with a proven won move, or whose moves are all proven, is proven.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from connect4 import CELLS, WIDTH, Board
+from connect4 import WIDTH, Board
 
 #: ``evaluate(boards) -> (priors float32 [B, 7], values float32 [B])``: the network's move probabilities (over all
 #: 7 columns; illegal ones are masked here) and value in [-1, 1] for the player to move of each board
@@ -24,35 +28,46 @@ Evaluator = Callable[[list[Board]], tuple[np.ndarray, np.ndarray]]
 
 class Node:
     """One expanded position: priors ``P``, visit counts ``N``, total values ``W`` (float64 ``[7]``, the value of
-    a move for this node's player to move), ``terminal`` (float64 ``[7]``: the outcome of a move that ends the
-    game, NaN otherwise) and the child boards."""
+    a move for this node's player to move), ``terminal`` (float64 ``[7]``, :meth:`connect4.Board.move_outcomes`:
+    +1 a move that wins at once, -1 one that lets the opponent win with its next stone, 0 the last move of a
+    drawn board, NaN otherwise; then the moves the search proves, MCTS-Solver), ``allowed`` (bool ``[7]``: the
+    moves the search visits: the won moves when there are any, else the moves not proven lost when there are
+    any, else every legal move), ``value`` (the position's value for its player to move once proven: +1 a move
+    wins, else the best proven move when every move is proven; NaN otherwise) and the child boards."""
 
-    __slots__ = ("board", "P", "N", "W", "n_total", "legal", "terminal", "children", "root_P")
+    __slots__ = ("board", "P", "N", "W", "n_total", "legal", "allowed", "terminal", "value", "children", "root_P")
 
     def __init__(self, board: Board, prior: np.ndarray) -> None:
         self.board = board
         self.legal = board.legal_mask()
-        p = np.where(self.legal, prior, 0.0)
+        self.terminal = board.move_outcomes()
+        self.settle()
+        p = np.where(self.allowed, prior, 0.0)
         total = p.sum()
-        self.P = p / total if total > 0 else self.legal / self.legal.sum()
+        self.P = p / total if total > 0 else self.allowed / max(self.allowed.sum(), 1)
         self.N = np.zeros(WIDTH)
         self.W = np.zeros(WIDTH)
         self.n_total = 0
-        self.terminal = np.full(WIDTH, np.nan)
         self.children: list[Board | None] = [None] * WIDTH
-        full_after = board.moves == CELLS - 1
-        for c in np.flatnonzero(self.legal):
-            if board.is_winning_move(int(c)):
-                self.terminal[c] = 1.0
-            elif full_after:
-                self.terminal[c] = 0.0
         self.root_P = self.P
 
     def select(self, c_puct: float) -> int:
-        """The column of highest ``Q + U`` (unvisited moves have Q = 0)."""
+        """The allowed column of highest ``Q + U`` (unvisited moves have Q = 0)."""
         q = np.divide(self.W, self.N, out=np.zeros(WIDTH), where=self.N > 0)
         u = c_puct * self.root_P * math.sqrt(max(self.n_total, 1)) / (1.0 + self.N)
-        return int(np.argmax(np.where(self.legal, q + u, -np.inf)))
+        return int(np.argmax(np.where(self.allowed, q + u, -np.inf)))
+
+    def settle(self) -> None:
+        """Recompute ``allowed`` and ``value`` from ``terminal`` (after a move's value was proven)."""
+        t, legal = self.terminal, self.legal
+        wins = t == 1.0
+        if wins.any():
+            self.allowed, self.value = wins, 1.0
+            return
+        open_ = legal & ~(t == -1.0)
+        self.allowed = open_ if open_.any() else legal
+        known = ~np.isnan(t[legal])
+        self.value = float(t[legal].max()) if legal.any() and known.all() else math.nan
 
     def child(self, col: int) -> Board:
         b = self.children[col]
@@ -61,12 +76,22 @@ class Node:
         return b
 
 
-def _backup(path: list[tuple[Node, int]], value: float) -> None:
-    """``value``: the value of the last move of ``path`` for the player who makes it."""
+def _backup(path: list[tuple[Node, int]], value: float, proven: float = math.nan) -> None:
+    """``value``: the value of the last move of ``path`` for the player who makes it; ``proven``: that value when it
+    is exact (a finished game, or a position the rules or the tree decide), else NaN.
+
+    MCTS-Solver (Winands, Bjornsson and Saito 2008, "Monte-Carlo Tree Search Solver"): a proven move value is
+    stored in its node's ``terminal``; a node whose moves are decided (a winning move, or every move proven) is
+    proven in turn, for the move into it, up the path."""
     for node, col in reversed(path):
         node.N[col] += 1
         node.W[col] += value
         node.n_total += 1
+        if not math.isnan(proven):
+            if math.isnan(node.terminal[col]):
+                node.terminal[col] = proven
+                node.settle()
+            proven = -node.value
         value = -value
 
 
@@ -94,7 +119,8 @@ def search(
         rng: for the noise.
 
     Returns:
-        float64 ``[B, 7]``: the roots' visit counts (0 for illegal columns).
+        float64 ``[B, 7]``: the roots' visit counts (0 for illegal columns), 0 too for the moves a proof rules
+        out (all but the won moves when a move is proven won; the proven lost moves while another is open).
 
     Raises:
         ValueError: lengths differ, ``simulations < 1``, or a root is a finished game (no legal move).
@@ -116,7 +142,10 @@ def search(
         if noise_fraction > 0:
             rng = rng if rng is not None else np.random.default_rng()
             noise = np.zeros(WIDTH)
-            noise[node.legal] = rng.dirichlet([dirichlet_alpha] * int(node.legal.sum()))
+            if node.allowed.sum() > 1:
+                noise[node.allowed] = rng.dirichlet([dirichlet_alpha] * int(node.allowed.sum()))
+            else:
+                noise = node.P
             node.root_P = (1 - noise_fraction) * node.P + noise_fraction * noise
     for _ in range(simulations):
         pending: list[tuple[int, Board, list[tuple[Node, int]]]] = []
@@ -126,7 +155,8 @@ def search(
                 col = node.select(c_puct)
                 path.append((node, col))
                 if not math.isnan(node.terminal[col]):
-                    _backup(path, float(node.terminal[col]))  # a win (+1) or a draw (0) by the rules
+                    value = float(node.terminal[col])  # proven: a win (+1), a draw (0) or a loss (-1)
+                    _backup(path, value, value)
                     break
                 board = node.child(col)
                 nxt = tree.get(board.key())
@@ -137,11 +167,13 @@ def search(
         if pending:
             priors, values = evaluate([b for _, b, _ in pending])
             for (i, board, path), p, v in zip(pending, priors, values, strict=True):
-                trees[i][board.key()] = Node(board, p)
-                _backup(path, -float(v))  # v is for the leaf's player, the opponent of the mover
+                leaf = trees[i][board.key()] = Node(board, p)
+                value = float(v) if math.isnan(leaf.value) else leaf.value  # the rules' value when they decide it
+                _backup(path, -value, -leaf.value)  # value is for the leaf's player, the opponent of the mover
     for node in nodes:
         node.root_P = node.P
-    return np.stack([node.N.copy() for node in nodes])
+    # a proven win is played, a proven loss is not while another move is open (their visits may lag behind)
+    return np.stack([np.where(n.allowed, n.N, 0.0) if n.N[n.allowed].sum() > 0 else n.N.copy() for n in nodes])
 
 
 def visit_policy(counts: np.ndarray, temperature: float) -> np.ndarray:

@@ -339,7 +339,13 @@ def main(argv=None) -> None:
     alg = MultiHeadDDPG(EnsembleModel(args.ensemble_num), device=args.device)
     agent = parl.Agent(alg)
     if args.restore:
-        state = torch.load(args.restore, map_location=alg.device, weights_only=True)
+        # agent.save(path) keeps the whole state (every head, the optimizers) in path + ".state"; an agent.ckpt of
+        # earlier versions holds it in the one file
+        full = args.restore + ".state" if os.path.isfile(args.restore + ".state") else args.restore
+        state = torch.load(full, map_location=alg.device, weights_only=True)
+        if not (isinstance(state, dict) and "state" in state):
+            sys.exit(f"error: --restore {args.restore}: no {args.restore}.state beside it (the file agent.save writes "
+                     "with every head and optimizer); pass an agent.ckpt written by this example")
         alg.load_state_dict(state["state"], from_one_head=args.restore_from_one_head)
         logger.info("restored %s (%s)", args.restore, "from one head" if args.restore_from_one_head else "all heads")
     memory = ReplayMemory(args.memory_size, OBS_DIM, ACT_DIM, seed=args.seed)

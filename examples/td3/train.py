@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
 import json
 import os
@@ -141,6 +142,9 @@ def main() -> None:
                               actor_lr=args.actor_lr, critic_lr=args.critic_lr, policy_noise=0.2, noise_clip=0.5,
                               policy_freq=2, device=args.device)
     memory = ReplayMemory(args.buffer_size, obs_dim, act_dim, seed=args.seed)
+    # the objects built so far (torch's and gymnasium's modules, the networks) live for the whole run: move them
+    # out of the cyclic garbage collector's generations, whose full passes would rescan them (~0.1 s each)
+    gc.freeze()
 
     obs, _ = env.reset(seed=args.seed)
     ep_return, eval_mean, reached_at, step, evals = 0.0, float("-inf"), None, 0, []

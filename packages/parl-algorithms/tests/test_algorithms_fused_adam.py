@@ -123,3 +123,31 @@ def test_fused_adam_does_not_import_dynamo():
             "print('torch._dynamo' in sys.modules, float(opt.state_dict()['state'][0]['step']))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "2.0"]
+
+
+def test_fused_adam_step_counters_are_views_of_one_tensor_and_survive_a_reload():
+    # the counters of a group are counted with one add_ on a shared tensor; values, dtype and shape stay
+    # torch's, and replaced counters (load_state_dict) are picked up at the next step
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    ref = copy.deepcopy(net)
+    opt = adam(net.parameters(), lr=1e-3)
+    ref_opt = torch.optim.Adam(ref.parameters(), lr=1e-3, fused=True)
+    _train(net, opt, 3)
+    _train(ref, ref_opt, 3)
+    steps = [opt.state[p]["step"] for p in net.parameters()]
+    assert all(s.shape == () and s.dtype == torch.float32 and float(s) == 3.0 for s in steps)
+    assert len({s.untyped_storage().data_ptr() for s in steps}) == 1  # one shared tensor
+    resumed_net = copy.deepcopy(net)
+    resumed = adam(resumed_net.parameters(), lr=1e-3)
+    resumed.load_state_dict(copy.deepcopy(ref_opt.state_dict()))  # fresh counters, not views of resumed's tensor
+    for model, optimizer in ((resumed_net, resumed), (ref, ref_opt)):
+        _train(model, optimizer, 2)
+    assert [float(resumed.state[p]["step"]) for p in resumed_net.parameters()] == [5.0] * 4
+    for a, b in zip(resumed_net.parameters(), ref.parameters(), strict=True):
+        assert torch.equal(a, b)
+    # a parameter without a gradient keeps its counter; the others count on
+    opt.zero_grad()
+    net[2](torch.ones(1, 8)).sum().backward()  # only the last layer gets gradients
+    opt.step()
+    assert [float(opt.state[p]["step"]) for p in net.parameters()] == [3.0, 3.0, 4.0, 4.0]

@@ -55,7 +55,8 @@ def test_spread_in_process_then_restore(tmp_path):
     assert float(rows[-1]["eval_return_mean"]) == pytest.approx(result["eval_return_mean"])
     assert any(p.name.startswith("events.out.tfevents") for p in (tmp_path / "run").iterdir())
     checkpoint = tmp_path / "run" / "checkpoint"
-    assert sorted(p.name for p in checkpoint.iterdir()) == ["agent_0.ckpt"]  # one shared model
+    # one shared model: PARL's model file and the full state beside it
+    assert sorted(p.name for p in checkpoint.iterdir()) == ["agent_0.ckpt", "agent_0.ckpt.state"]
 
     restored = tiny(tmp_path / "restored", "--total-steps", "200", "--restore", str(checkpoint))
     check_common(restored, 200)
@@ -74,7 +75,8 @@ def test_speaker_listener_with_one_model_per_agent(tmp_path):
     assert result["n_agents"] == 2 and result["shared_params"] is False
     assert result["reward_unit"].startswith(SPREAD_UNIT)
     assert -300.0 < result["eval_return_mean"] < 0.0
-    assert sorted(p.name for p in (tmp_path / "checkpoint").iterdir()) == ["agent_0.ckpt", "agent_1.ckpt"]
+    assert sorted(p.name for p in (tmp_path / "checkpoint").iterdir()) == ["agent_0.ckpt", "agent_0.ckpt.state",
+                                                                            "agent_1.ckpt", "agent_1.ckpt.state"]
 
 
 def test_lbf_on_paddle(tmp_path):

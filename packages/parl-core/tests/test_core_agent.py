@@ -1,6 +1,7 @@
 """parl_core Algorithm and Agent (torch and paddle): weights of every model, numpy bridge, checkpoints."""
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
@@ -167,7 +168,8 @@ def test_full_checkpoint_resumes_training_exactly(backend, tmp_path):
     for i in range(5):
         agent.learn(*batch(i))
     path = tmp_path / "ckpt" / f"agent.{backend.ext}"
-    agent.save(path)
+    agent.save(path)  # the model's state_dict at path, everything in path + ".state"
+    assert set(backend.load(str(path))) == set(agent.alg.model.state_dict())
     expected = [agent.learn(*batch(i)) for i in range(5, 8)]
 
     fresh = make_agent(backend, seed=2)  # different initial weights, fresh Adam state
@@ -209,13 +211,110 @@ def test_model_only_save_restore_parl_style(backend, tmp_path):
                                   agent.alg.model.get_weights()["fc2.bias"])
 
 
+def _agent_module(backend):
+    """parl_core.torch.agent / parl_core.paddle.agent (CHECKPOINT_FORMAT, STATE_SUFFIX)."""
+    return importlib.import_module(backend.core.Agent.__module__)
+
+
+def test_main_file_is_parls_and_loads_without_the_agent(backend, tmp_path):
+    """PARL user code (AlphaZero's submission, deployment) loads the file with the framework alone."""
+    agent = make_agent(backend, seed=1)
+    agent.learn(*batch(0))
+    path = tmp_path / "model.ckpt"
+    agent.save(path)
+    assert (tmp_path / f"model.ckpt{_agent_module(backend).STATE_SUFFIX}").is_file()
+    QNet, _ = make_classes(backend)
+    backend.seed(5)
+    net = QNet()
+    backend.load_state_dict(net, backend.load(str(path)))  # torch.load + load_state_dict / paddle.load + set_state_dict
+    for name, value in agent.alg.model.get_weights().items():
+        np.testing.assert_array_equal(net.get_weights()[name], value)
+
+
+def _learned(backend, seed=1, steps=5):
+    agent = make_agent(backend, seed=seed)
+    for i in range(steps):
+        agent.learn(*batch(i))
+    return agent
+
+
+def test_stale_sidecar_loads_the_main_file_and_warns(backend, tmp_path):
+    agent = _learned(backend)
+    path = tmp_path / "model.ckpt"
+    agent.save(path)
+    other = make_agent(backend, seed=7)  # other code rewrites the main file (PARL's save, a conversion script)
+    backend.save(other.alg.model.state_dict(), str(path))
+    fresh = make_agent(backend, seed=2)
+    with pytest.warns(UserWarning, match=r"not restored .*learn_steps, optimizer, target_model"):
+        fresh.restore(path)
+    assert fresh.alg.learn_steps == 0  # the sidecar's state was not applied
+    for name, value in other.alg.model.get_weights().items():
+        np.testing.assert_array_equal(fresh.alg.model.get_weights()[name], value)
+
+
+def test_single_file_of_the_earlier_full_format_restores_everything(backend, tmp_path):
+    agent = _learned(backend)
+    path = tmp_path / "old.ckpt"  # what save(path) wrote before the sidecar
+    old = {"format": _agent_module(backend).CHECKPOINT_FORMAT, "algorithm": "ToyDQN", "state": agent.alg.state_dict()}
+    backend.save(old, str(path))
+    expected = [agent.learn(*batch(i)) for i in range(5, 7)]
+    fresh = make_agent(backend, seed=2)
+    fresh.restore(path)
+    assert fresh.alg.learn_steps == 5
+    assert [fresh.learn(*batch(i)) for i in range(5, 7)] == expected  # Adam moments too
+    with pytest.raises(ValueError, match="without model="):
+        fresh.restore(path, model=fresh.alg.model)
+
+
+def test_model_only_save_removes_an_earlier_sidecar(backend, tmp_path):
+    agent = _learned(backend)
+    path = tmp_path / "model.ckpt"
+    agent.save(path)
+    sidecar = tmp_path / f"model.ckpt{_agent_module(backend).STATE_SUFFIX}"
+    assert sidecar.is_file()
+    agent.save(path, model=agent.alg.target_model)
+    assert not sidecar.exists()
+    fresh = make_agent(backend, seed=2)
+    fresh.restore(path)  # PARL: into alg.model, nothing else
+    assert fresh.alg.learn_steps == 0
+    np.testing.assert_array_equal(fresh.alg.model.get_weights()["fc1.weight"],
+                                  agent.alg.target_model.get_weights()["fc1.weight"])
+
+
+def test_algorithm_without_main_model_saves_one_full_file(backend, tmp_path):
+    QNet, _ = make_classes(backend)
+
+    def make(seed):
+        backend.seed(seed)
+        alg = backend.core.Algorithm(None)
+        alg.actor, alg.critic = QNet(), QNet()
+        return backend.core.Agent(alg)
+
+    agent = make(1)
+    path = tmp_path / "two.ckpt"
+    agent.save(path)
+    assert not (tmp_path / f"two.ckpt{_agent_module(backend).STATE_SUFFIX}").exists()
+    fresh = make(2)
+    fresh.restore(path)
+    np.testing.assert_array_equal(fresh.alg.critic.get_weights()["fc2.weight"],
+                                  agent.alg.critic.get_weights()["fc2.weight"])
+    agent.save(tmp_path / "actor.ckpt", model=agent.alg.actor)
+    with pytest.raises(ValueError, match="restore\\(path, model=agent.alg.<name>\\)"):
+        fresh.restore(tmp_path / "actor.ckpt")
+    fresh.restore(tmp_path / "actor.ckpt", model=fresh.alg.actor)
+
+
 def test_restore_errors(backend, tmp_path):
     agent = make_agent(backend)
     with pytest.raises(FileNotFoundError, match="agent.save"):
         agent.restore(tmp_path / "missing.ckpt")
     agent.save(tmp_path / "full.ckpt")
-    with pytest.raises(ValueError, match="without model="):
-        agent.restore(tmp_path / "full.ckpt", model=agent.alg.model)
+    agent.restore(tmp_path / "full.ckpt", model=agent.alg.target_model)  # the main file is a model's state_dict
+    sidecar = tmp_path / f"full.ckpt{_agent_module(backend).STATE_SUFFIX}"
+    backend.save({"weights": 1}, str(sidecar))  # not what save writes there
+    with pytest.raises(ValueError, match="is not the state file"):
+        agent.restore(tmp_path / "full.ckpt")
+    agent.save(tmp_path / "full.ckpt")
     QNet, _ = make_classes(backend)
     backend.seed(0)
     other = backend.core.Agent(backend.core.Algorithm(QNet()))

@@ -1,16 +1,47 @@
-"""What ``Agent`` means on every backend: numpy in, numpy out around the algorithm, weights and modes.
+"""What ``Agent`` means on every backend: numpy in, numpy out around the algorithm, weights, modes, checkpoints.
 
 ``parl_core.torch.Agent`` and ``parl_core.paddle.Agent`` subclass :class:`AgentBase` and add their
-framework's tensor conversion (``_call``) and checkpoints; this module imports no deep-learning framework.
+framework's tensor conversion (``_call``) and file functions (``torch.save`` / ``paddle.save``); the
+checkpoint layout (PARL's model file plus a full-state sidecar) is decided here, once for both; this
+module imports no deep-learning framework.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["AgentBase"]
+__all__ = ["CHECKPOINT_FORMAT", "STATE_SUFFIX", "AgentBase"]
+
+CHECKPOINT_FORMAT = "parl-checkpoint-v1"
+"""The ``"format"`` entry of a full-state checkpoint (the sidecar, or a whole file written before the sidecar)."""
+
+STATE_SUFFIX = ".state"
+"""``agent.save(path)`` writes the full training state to ``path + STATE_SUFFIX``, beside PARL's model file."""
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _is_full(checkpoint: Any) -> bool:
+    return isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
 
 
 class AgentBase:
@@ -56,3 +87,66 @@ class AgentBase:
         for model in self.alg.models().values():
             model.eval()
         self.training = False
+
+    # -- checkpoints (the layout; each backend passes its save / load functions) ----------------
+    def _save_checkpoint(self, save_path: str | os.PathLike, model: Any, write: Callable[[Any, str], None]) -> None:
+        """Write PARL's file at ``save_path`` and, for ``model=None``, the full state beside it (see ``Agent.save``)."""
+        save_path = os.fspath(save_path)
+        parent = os.path.dirname(save_path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        sidecar = save_path + STATE_SUFFIX
+        main = model if model is not None else getattr(self.alg, "model", None)
+        if main is None:
+            # no main model (QMIX: agent_model + qmixer_model): PARL's save would fail; the file is the whole state
+            write(self._full_state(), save_path)
+            _remove(sidecar)
+            return
+        write(main.state_dict(), save_path)
+        if model is not None:
+            _remove(sidecar)  # else a later restore(save_path) would apply the state of an earlier save(save_path)
+            return
+        state = self._full_state()
+        state["main_sha256"] = _sha256(save_path)
+        partial = sidecar + ".partial"
+        write(state, partial)
+        os.replace(partial, sidecar)  # a crash mid-write leaves the old sidecar, whose digest then does not match
+
+    def _full_state(self) -> dict[str, Any]:
+        return {"format": CHECKPOINT_FORMAT, "algorithm": type(self.alg).__name__, "state": self.alg.state_dict()}
+
+    def _restore_checkpoint(self, save_path: str | os.PathLike, model: Any, read: Callable[[str], Any]) -> None:
+        """Load what :meth:`_save_checkpoint` wrote, or a PARL model file, or a full file of an earlier version."""
+        save_path = os.fspath(save_path)
+        if not os.path.isfile(save_path):
+            raise FileNotFoundError(f"no checkpoint at {save_path!r}; write one with agent.save({save_path!r}) "
+                                    "or check the path")
+        sidecar = save_path + STATE_SUFFIX
+        stale = None
+        if model is None and os.path.isfile(sidecar):
+            full = read(sidecar)
+            if not (_is_full(full) and "main_sha256" in full):
+                raise ValueError(f"{sidecar!r} is not the state file agent.save({save_path!r}) writes; move it away "
+                                 f"(a file named path + {STATE_SUFFIX!r} is read by agent.restore(path))")
+            if full["main_sha256"] == _sha256(save_path):
+                self.alg.load_state_dict(full["state"])
+                return
+            stale = full
+        checkpoint = read(save_path)
+        if _is_full(checkpoint):  # the whole state in one file: no main model, or written before the sidecar
+            if model is not None:
+                raise ValueError(f"{save_path!r} is a full agent checkpoint; call restore(path) without "
+                                 "model=, or save a single model with save(path, model)")
+            self.alg.load_state_dict(checkpoint["state"])
+            return
+        target = model if model is not None else getattr(self.alg, "model", None)
+        if target is None:
+            raise ValueError(f"{save_path!r} holds one model's weights and {type(self.alg).__name__} has no "
+                             "self.model to load them into; pass the model: restore(path, model=agent.alg.<name>)")
+        target.set_weights(checkpoint)
+        if stale is not None:
+            left = sorted(key for key in stale["state"] if key != "model")
+            warnings.warn(f"{save_path!r} was replaced after agent.save wrote {sidecar!r} (their SHA-256 digests "
+                          f"differ): loaded {save_path!r} into {type(self.alg).__name__}.model only; not restored "
+                          f"from the stale {sidecar!r}: {', '.join(left) or 'nothing else'}. Save again (or delete "
+                          f"{sidecar!r}) to silence this", stacklevel=3)

@@ -156,7 +156,7 @@ class PPO(Algorithm):
         params = self._policy(obs)
         first, log_std = params
         if log_std is None:
-            action = torch.multinomial(torch.softmax(first, dim=-1), 1).squeeze(1)
+            action = functional.categorical_sample(torch.softmax(first, dim=-1))  # = torch.multinomial's draws
         else:
             action = first + torch.exp(log_std) * torch.randn_like(first)
         log_prob, entropy = self._log_prob_entropy(params, action)
@@ -226,7 +226,10 @@ class PPO(Algorithm):
         if skip:
             self.kl_exceeded = True
         else:
-            loss = self.value_loss_coef * value_loss + action_loss - self.entropy_coef * entropy_mean
+            # (a weight of 1 or 0 adds no op: the same loss and gradients, with fewer nodes for backward to walk)
+            loss = (value_loss if self.value_loss_coef == 1.0 else self.value_loss_coef * value_loss) + action_loss
+            if self.entropy_coef != 0.0:
+                loss = loss - self.entropy_coef * entropy_mean
             if lr is not None:
                 for group in self.optimizer.param_groups:
                     group["lr"] = float(lr)

@@ -3,6 +3,7 @@ automatic entropy tuning."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -15,6 +16,10 @@ from parl_core.torch import Model
 from parl_core.torch.device import DeviceLike, on_device
 
 __all__ = ["SAC"]
+
+
+def _negative_mean(x: torch.Tensor) -> torch.Tensor:
+    return -x.mean()
 
 
 class SAC(OffPolicyActorCritic):
@@ -164,8 +169,10 @@ class SAC(OffPolicyActorCritic):
         loss.backward()
         self.actor_optimizer.step()
         self.sync_target()
+        log_prob, q1 = log_prob.detach(), q1.detach()  # (the means are taken only if last_info is read)
         self.last_info = {"train/critic_loss": critic_loss.detach(),
                           "train/actor_loss": actor_loss.detach(),
-                          "train/alpha": self._temperature(), "train/entropy": -log_prob.detach().mean(),
-                          "train/q_mean": q1.detach().mean()}
+                          "train/alpha": self._temperature(),
+                          "train/entropy": functools.partial(_negative_mean, log_prob),
+                          "train/q_mean": functools.partial(torch.mean, q1)}
         return critic_loss, actor_loss

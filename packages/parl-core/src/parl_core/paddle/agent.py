@@ -9,13 +9,11 @@ from typing import Any
 import numpy as np
 import paddle
 
-from parl_core._agent_base import AgentBase
+from parl_core._agent_base import CHECKPOINT_FORMAT, STATE_SUFFIX, AgentBase
 from parl_core.paddle.algorithm import Algorithm
 from parl_core.paddle.model import Model
 
-__all__ = ["Agent"]
-
-CHECKPOINT_FORMAT = "parl-checkpoint-v1"
+__all__ = ["CHECKPOINT_FORMAT", "STATE_SUFFIX", "Agent"]
 
 
 def _to_tensor(value: Any, name: str) -> Any:
@@ -81,55 +79,53 @@ class Agent(AgentBase):
 
     # -- checkpoints -----------------------------------------------------------------------------
     def save(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
-        """Save a checkpoint with ``paddle.save``; parent directories are created.
+        """Save a checkpoint with ``paddle.save``: PARL's model file at ``save_path`` and the full state beside it.
+
+        ``save_path`` receives exactly what PARL 2.x writes, ``paddle.save(self.alg.model.state_dict(),
+        save_path)``, so code that loads it without the agent works (``model.set_state_dict(paddle.load(
+        save_path))``). ``save_path + ".state"`` (:data:`STATE_SUFFIX`) receives ``{"format":
+        CHECKPOINT_FORMAT, "algorithm": class name, "state": self.alg.state_dict(), "main_sha256": SHA-256
+        hex digest of the bytes at save_path}``: every model, optimizer (moments keyed by parameter
+        position, so another instance of the same agent can load them), scheduler and tensor of the
+        algorithm, so that :meth:`restore` resumes training exactly. Parent directories are created.
+
+        An algorithm without ``self.model`` (QMIX) writes that full-state dict at ``save_path`` itself, and
+        no sidecar.
 
         Args:
             save_path: the file to write.
-            model: if given, save only this model's ``state_dict`` (PARL's behaviour). By default the
-                file holds every model, optimizer (moments keyed by parameter position, so another
-                instance of the same agent can load them), scheduler and tensor of the algorithm, so
-                that :meth:`restore` resumes training exactly.
+            model: if given, save only this model's ``state_dict`` at ``save_path`` (PARL's behaviour) and
+                delete a ``save_path + ".state"`` left by an earlier ``save(save_path)``.
 
         Raises:
             TypeError: ``model`` is not a paddle ``parl.Model``.
         """
-        save_path = os.fspath(save_path)
-        parent = os.path.dirname(save_path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        if model is not None:
-            if not isinstance(model, paddle.nn.Layer):
-                raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
-            paddle.save(model.state_dict(), save_path)
-            return
-        paddle.save({"format": CHECKPOINT_FORMAT, "algorithm": type(self.alg).__name__,
-                     "state": self.alg.state_dict()}, save_path)
+        if model is not None and not isinstance(model, paddle.nn.Layer):
+            raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
+        self._save_checkpoint(save_path, model, lambda obj, path: paddle.save(obj, path))
 
     def restore(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
-        """Load a checkpoint written by :meth:`save`.
+        """Load a checkpoint written by :meth:`save`, or a PARL 2.x model file.
+
+        Without ``model``: when ``save_path + ".state"`` exists and its digest matches the file at
+        ``save_path``, the whole algorithm is restored (models, optimizer moments, schedulers, tensors);
+        with no such sidecar, the ``state_dict`` at ``save_path`` is loaded into ``self.alg.model`` (PARL's
+        behaviour); when the sidecar is stale (``save_path`` was rewritten by other code since ``save``),
+        the weights at ``save_path`` are loaded into ``self.alg.model`` and a ``UserWarning`` names what was
+        not restored. A single file in the full format (written by versions before the sidecar) restores
+        everything.
 
         Args:
             save_path: the file written by ``save``.
-            model: if given, load a model-only checkpoint (``save(path, model)``) into this model.
-                A model-only file restored without ``model`` is loaded into ``self.alg.model``.
+            model: if given, load the ``state_dict`` at ``save_path`` into this model (PARL's behaviour); the
+                sidecar is not read.
 
         Raises:
             FileNotFoundError: ``save_path`` does not exist.
-            ValueError: the file does not fit this agent's models.
+            ValueError: the file does not fit this agent's models, ``model`` is given for a full-state file,
+                or ``save_path + ".state"`` is not a state file written by ``save``.
         """
-        save_path = os.fspath(save_path)
-        if not os.path.isfile(save_path):
-            raise FileNotFoundError(f"no checkpoint at {save_path!r}; write one with agent.save({save_path!r}) "
-                                    "or check the path")
-        checkpoint = paddle.load(save_path)
-        is_full = isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
-        if model is not None or not is_full:
-            if is_full:
-                raise ValueError(f"{save_path!r} is a full agent checkpoint; call restore(path) without "
-                                 "model=, or save a single model with save(path, model)")
-            (model if model is not None else self.alg.model).set_weights(checkpoint)
-            return
-        self.alg.load_state_dict(checkpoint["state"])
+        self._restore_checkpoint(save_path, model, paddle.load)
 
     def save_inference_model(self, save_path: str | os.PathLike, input_shape_list: Sequence[Sequence[int | None]],
                              input_dtype_list: Sequence[str], model: Model | None = None) -> None:
