@@ -133,6 +133,49 @@ def test_a_real_worker_stopped_then_continued(master, monkeypatch):
         proc.wait(10)
 
 
+def test_a_worker_silent_with_its_connection_up_is_dropped_after_three_metrics_intervals(xparl_home, monkeypatch):
+    """libzmq's TTL runs only from a PING, and any message cancels it: a worker stopped before its first PING, or
+    right after a message of its own, keeps an open, silent connection the TTL never ends (the kernel answers
+    keepalive probes for a stopped process). The master drops a ZMTP worker that sent no message for
+    ``SILENCE_METRICS_INTERVALS`` (3) metrics intervals. Made certain here by a worker that sends no PING in the
+    test (its heartbeat interval 60 s); its metrics every 1 s keep it listed while it runs."""
+    import subprocess
+    import sys
+
+    from parl_remote.server import master as master_mod
+
+    monkeypatch.setenv("XPARL_METRICS_INTERVAL_S", "1")
+    cluster = LocalCluster(port=0, token=new_token())
+    cluster.start(start_worker=False)
+    env = {**os.environ, "XPARL_TOKEN": cluster.token, "XPARL_HEARTBEAT_INTERVAL_S": "60"}
+    proc = subprocess.Popen([sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address,
+                             "--cpu-num", "1", "--parent-pid", str(os.getpid())], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as client:
+            wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 30.0, message="the worker")
+            silence_s = master_mod.SILENCE_METRICS_INTERVALS * 1.0
+            time.sleep(silence_s + 1.5)  # no PING: its metrics messages keep it listed
+            assert _summary(client)["counts"]["workers"] == 1
+            proc.send_signal(signal.SIGSTOP)
+            stopped_at = time.monotonic()
+            try:
+                wait_until(lambda: _summary(client)["counts"]["workers"] == 0, silence_s + 4.0,
+                           message="the stopped, silent worker listed unreachable")  # fmt: skip
+                detected_s = time.monotonic() - stopped_at
+                # its last message came up to an interval before the stop; checked every second
+                assert silence_s - 1.0 - 0.05 <= detected_s <= silence_s + 2.5, detected_s
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            # its next metrics message is answered REREGISTER: it registers again
+            wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 10.0, message="the worker back")
+            assert _summary(client)["counts"]["workers_unreachable"] == 0
+    finally:
+        proc.kill()
+        proc.wait(10)
+        cluster.stop()
+
+
 def test_workers_of_the_earlier_protocol_are_still_served_and_expired(master):
     """Heartbeat messages (no ZMTP heartbeats): registered, kept while they heartbeat, dropped after their window of
     silence (SIGSTOP: no message, no closed connection)."""

@@ -21,7 +21,7 @@ from conftest import wait_until
 from netns import TwoHosts, unavailable_reason
 
 import parl_remote as xparl
-from parl_remote import cli
+from parl_remote import cli, config
 from parl_remote.cluster import LocalCluster
 from parl_remote.cluster_client import ClusterClient
 
@@ -86,14 +86,16 @@ def two_hosts(xparl_home):
         yield hosts
 
 
-def _start(hosts: TwoHosts, xparl_home) -> LocalCluster:
-    """A master on this host, a 3-CPU worker on the other; returns once the worker registered."""
+def _start(hosts: TwoHosts, xparl_home, worker_env: dict | None = None) -> LocalCluster:
+    """A master on this host, a 3-CPU worker on the other (``worker_env``: its own settings); returns once the worker
+    registered."""
     cluster = LocalCluster(cpu_num=3, host=hosts.here, parent_pid=os.getpid())
     cluster.start(start_worker=False)
     log = open(xparl_home / f"worker-netcut-{os.getpid()}.log", "ab")  # noqa: SIM115 - closed with the process
     argv = [sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address, "--host", hosts.there,
             "--cpu-num", "3"]  # fmt: skip
-    hosts.popen_there(argv, env={**os.environ, "XPARL_TOKEN": cluster.token}, stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, "XPARL_TOKEN": cluster.token, **(worker_env or {})}
+    hosts.popen_there(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
         wait_until(lambda: client.status()["cpus"]["total"] == 3, 20.0, message="the other host's worker")
@@ -183,6 +185,42 @@ def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch)
               f"({in_flight.done_at - cut_at:.2f} s in all); first call on the idle actor {idle_call_s * 1e3:.1f} ms; "
               f"master listed the worker again {rejoined_s:.2f} s after; calls after: median "
               f"{latencies[25] * 1e3:.2f} ms, max {latencies[-1] * 1e3:.2f} ms")  # fmt: skip
+    finally:
+        xparl.disconnect()
+        cluster.stop()
+
+
+def test_a_cut_worker_whose_last_frame_was_a_message_is_listed_unreachable_within_a_window(two_hosts, xparl_home):
+    """libzmq's heartbeat TTL runs only from a PING (any message cancels its timer): a worker whose last frame before
+    a cut was a message, not a PING, is not dropped by it. The master's kernel ends that connection instead: keepalive
+    probes and TCP_USER_TIMEOUT = the heartbeat window on each worker's connection (``master._keepalive``; the
+    sockets' own user timeout is LINK_GRACE_S, 60 s here). Made certain by a worker that sends no PING at all in the
+    test (its heartbeat interval 60 s): it is kept by its messages, and listed unreachable a window or so after the
+    cut (its actors unreachable, not dead)."""
+    cluster = _start(two_hosts, xparl_home, worker_env={"XPARL_HEARTBEAT_INTERVAL_S": "60",
+                                                        "XPARL_METRICS_INTERVAL_S": "0.5"})  # fmt: skip
+    try:
+        xparl.connect(cluster.address, token=cluster.token)
+        counter = Counter()
+        assert counter.add(1) == 1
+        window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
+        with ClusterClient(cluster.address, token=cluster.token, timeout_s=2.0) as client:
+            time.sleep(2 * window_s)  # no PING: its metrics messages keep it listed
+            assert len(client.status()["workers"]) == 1
+            two_hosts.cut()
+            cut_at = time.monotonic()
+            # data from the master waits unacknowledged on the cut connection (which stops keepalive probes): the
+            # actor's log, which the master asks the worker for
+            with ClusterClient(cluster.address, token=cluster.token, timeout_s=0.5) as reader:
+                with pytest.raises(xparl.ClusterConnectionError):  # the worker did not answer
+                    reader.actor_log(counter._xparl_actor.actor_id)
+            wait_until(lambda: client.status()["workers"] == [], window_s + 4.0,
+                       message="the cut worker listed unreachable")  # fmt: skip
+            detected_s = time.monotonic() - cut_at
+            assert {a["state"] for a in _actors(client)} == {"unreachable"}
+            two_hosts.restore()
+        print(f"\na cut worker sending no PINGs: listed unreachable {detected_s:.2f} s after the cut "
+              f"(window {window_s:g} s)")
     finally:
         xparl.disconnect()
         cluster.stop()

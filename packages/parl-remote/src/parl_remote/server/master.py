@@ -42,6 +42,12 @@ from parl_remote.wire.protocol import Message, MsgType
 
 logger = logging.getLogger(__name__)
 
+# A ZMTP worker silent (no message: its metrics come every METRICS_INTERVAL_S) for this many metrics intervals while
+# its connection is up is dropped: its process is stopped or hung (libzmq's thread may still answer PINGs)
+SILENCE_METRICS_INTERVALS = 3
+# how long a drop reported on a file descriptor that still carries the worker's connection waits for the close
+SUSPECT_RECHECK_S = 0.5
+
 
 class Master(Scheduling):
     """See the module docstring.
@@ -86,6 +92,10 @@ class Master(Scheduling):
         self.worker_by_fd: dict[int, WorkerInfo] = {}  # the file descriptor of each worker's connection (SRCFD)
         self.polled: dict[str, WorkerInfo] = {}  # workers of the earlier protocol (heartbeat messages): expired by age
         self.unreachable: dict[str, WorkerInfo] = {}  # silent workers whose actors wait out LINK_GRACE_S
+        # workers whose connection's fd was reported dropped while it still reached them: checked again shortly
+        # (the report of an earlier connection on that fd, or a close still under way), worker id -> since
+        self.suspects: dict[str, float] = {}
+        self.next_silence_check = 0.0  # time.monotonic() of the next check of ZMTP workers' silence (``_expire``)
         self.clients: dict[str, ClientInfo] = {}
         self.actors: dict[str, dict] = {}
         self.dead_actors: collections.OrderedDict[str, dict] = collections.OrderedDict()
@@ -194,8 +204,13 @@ class Master(Scheduling):
                 del self.worker_by_fd[old.fd]
         self.worker_by_identity[info.identity] = info
         info.fd = self.sender_fd
+        self.suspects.pop(wid, None)
         if info.fd >= 0:  # (a worker of either protocol: a closed connection is seen at once)
+            prev = self.worker_by_fd.get(info.fd)
+            if prev is not None and prev.worker_id != wid and self.workers.get(prev.worker_id) is prev:
+                self._lose_connection(prev)  # its connection had this fd: it closed, its drop not yet reported
             self.worker_by_fd[info.fd] = info
+            info.peer = _peer_of(info.fd)
             if info.zmtp:
                 _keepalive(info.fd)
         if info.zmtp and info.fd >= 0:
@@ -404,6 +419,7 @@ class Master(Scheduling):
         del self.workers[info.worker_id]
         self.worker_by_identity.pop(info.identity, None)
         self.polled.pop(info.worker_id, None)
+        self.suspects.pop(info.worker_id, None)
         if self.worker_by_fd.get(info.fd) is info:
             del self.worker_by_fd[info.fd]
         self.unreachable[info.worker_id] = info
@@ -415,20 +431,57 @@ class Master(Scheduling):
 
     def _read_monitor(self) -> None:
         """Handles the socket monitor's waiting events: a dropped connection of a worker (its ZMTP heartbeats stopped
-        for their TTL, or it closed) lists the worker unreachable."""
+        for their TTL, it closed, or the kernel's keepalive probes or user timeout ended it) lists the worker
+        unreachable. A report naming a file descriptor that still carries the worker's connection (the same remote
+        address: an earlier connection's drop reported late, after the fd was reused by this one, or a close still
+        under way) is checked again by ``_expire`` before anything is done."""
         for event, fd in zmq_io.monitor_events(self.monitor):
             if event != zmq.EVENT_DISCONNECTED:
                 continue
             info = self.worker_by_fd.get(fd)
             if info is None or self.workers.get(info.worker_id) is not info:
                 continue
-            now = time.monotonic()
-            window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
-            logger.warning("worker %s unreachable (its connection dropped: closed, or no heartbeat for %g s); its %d "
-                           "actor(s) wait for it", info.worker_id, window_s, len(info.busy))  # fmt: skip
-            # LINK_GRACE_S runs from its last sign of life: a drop by the TTL comes a window after its last PING
-            info.last_seen = max(info.last_seen, now - window_s)
-            self._lose(info, now)
+            if info.peer is not None and _peer_of(fd) == info.peer:
+                self.suspects.setdefault(info.worker_id, time.monotonic())
+                continue
+            self._lose_connection(info)
+
+    def _lose_connection(self, info: WorkerInfo) -> None:
+        now = time.monotonic()
+        window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
+        logger.warning("worker %s unreachable (its connection dropped: closed, or no heartbeat for %g s); its %d "
+                       "actor(s) wait for it", info.worker_id, window_s, len(info.busy))  # fmt: skip
+        # LINK_GRACE_S runs from its last sign of life: a drop by the TTL comes a window after its last PING
+        info.last_seen = max(info.last_seen, now - window_s)
+        self._lose(info, now)
+
+    def _check_connections(self, now: float) -> None:
+        """The checks of ZMTP workers' liveness that libzmq does not make: a drop reported on an fd that still
+        reached the worker (``suspects``: lost if the fd now carries another connection or none; a report of an
+        earlier connection when it still carries this one after ``SUSPECT_RECHECK_S``), and, every second, a worker
+        whose connection is up but that sent no message (its metrics come every ``METRICS_INTERVAL_S``) for
+        ``SILENCE_METRICS_INTERVALS`` of them: its process is stopped or hung while the kernel keeps its TCP
+        connection (libzmq's TTL runs only from a PING, so a worker stopped before its first PING, or right after
+        a message of its own, is never dropped by it)."""
+        for wid, since in list(self.suspects.items()):
+            info = self.workers.get(wid)
+            if info is None:
+                del self.suspects[wid]
+            elif _peer_of(info.fd) != info.peer:
+                del self.suspects[wid]
+                self._lose_connection(info)
+            elif now - since > SUSPECT_RECHECK_S:
+                del self.suspects[wid]  # the fd still carries its connection: the report was an earlier one's
+        if now < self.next_silence_check:
+            return
+        self.next_silence_check = now + 1.0
+        silence_s = SILENCE_METRICS_INTERVALS * config.get("METRICS_INTERVAL_S")
+        for wid, info in list(self.workers.items()):
+            if info.zmtp and wid not in self.polled and now - info.last_seen > silence_s:
+                logger.warning("worker %s unreachable (no message for %.0f s, %d x METRICS_INTERVAL_S, while its "
+                               "connection is up: its process is stopped or hung); its %d actor(s) wait for it",
+                               wid, now - info.last_seen, SILENCE_METRICS_INTERVALS, len(info.busy))  # fmt: skip
+                self._lose(info, now)
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -438,6 +491,7 @@ class Master(Scheduling):
                 logger.warning("worker %s unreachable (no heartbeat for %.1f s); its %d actor(s) wait for it",
                                wid, now - info.last_seen, len(info.busy))  # fmt: skip
                 self._lose(info, now)
+        self._check_connections(now)
         grace_s = config.link_grace_s()
         for wid, info in list(self.unreachable.items()):
             if now - info.last_seen > grace_s:
@@ -527,20 +581,37 @@ class Master(Scheduling):
 
 
 def _keepalive(fd: int) -> None:
-    """Kernel TCP keepalive probes on a worker's connection (1 s idle, 1 s apart, ending it after about a heartbeat
-    window): a cut link ends then (in test_network_cut.py the ZMTP TTL alone did not end a cut worker's connection,
-    though it ends a stopped one's). On that connection only: a client's survives a cut up to ``LINK_GRACE_S``."""
+    """Kernel TCP keepalive probes on a worker's connection (1 s idle, 1 s apart) and ``TCP_USER_TIMEOUT`` = the
+    heartbeat window (instead of the sockets' ``LINK_GRACE_S``, ``config.apply_tcp_options``): a cut link is ended
+    after about a window, whether or not data waits unacknowledged (which stops keepalive probes). libzmq's TTL alone
+    does not end it when the worker's last frame before the cut was a message, not a PING (any message cancels the
+    TTL's timer; only a PING starts it). On that connection only: a client's survives a cut up to ``LINK_GRACE_S``."""
     import socket
 
     window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
     try:
-        with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # (a duplicate of zmq's descriptor)
+        with socket.socket(fileno=os.dup(fd)) as sock:  # (a duplicate of zmq's descriptor; its own family)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, round(window_s) - 1))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, round(window_s)))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, max(1, int(window_s * 1000)))
     except (OSError, AttributeError) as exc:  # (not a TCP socket, or a system without these options)
         logger.debug("no keepalive on fd %d: %s", fd, exc)
+
+
+def _peer_of(fd: int) -> tuple | None:
+    """The remote address of the connection on file descriptor ``fd`` (``getpeername``), or None when ``fd`` is closed
+    or carries no connected socket."""
+    import socket
+
+    if fd < 0:
+        return None
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            return tuple(sock.getpeername())
+    except OSError:
+        return None
 
 
 def raise_fd_limit() -> tuple[int, int]:

@@ -36,6 +36,7 @@ class WorkerInfo:
     ack_interval_s: float = 0.0  # heartbeats are answered this often (a third of the worker's liveness window)
     zmtp: bool = False  # its liveness travels as ZMTP heartbeats (False: heartbeat messages, the earlier protocol)
     fd: int = -1  # the file descriptor of its connection to the master (zmq's SRCFD), -1 unknown
+    peer: tuple | None = None  # that connection's remote address (host, port): tells its drop from a reused fd's
     metrics_payload: list | None = None  # the last metrics message's body, read by ``read_metrics`` when needed
 
     def read_metrics(self) -> dict:
