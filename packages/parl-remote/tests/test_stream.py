@@ -287,6 +287,58 @@ def test_a_send_blocked_on_a_peer_that_stopped_reading_stays_interruptible():
         signal.signal(signal.SIGINT, previous)
 
 
+def test_a_ctrl_c_deferred_while_sending_is_delivered_before_waiting_for_a_full_socket():
+    """A Ctrl-C that lands while bytes are handed to the kernel and recorded waits for those lines; the wait that
+    follows for a full socket to drain then delivers it at once, instead of blocking until the peer reads (a
+    loaded machine made the 0.2 s Ctrl-C of the test above land there and wait 90 s)."""
+    if threading.get_ident() != threading.main_thread().ident:
+        pytest.skip("needs to run in the main thread (signals)")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert stream.guard_sigint()
+        left, right = _pair()
+        signer = protocol.Signer(TOKEN)
+        real_sock = left.sock
+
+        class _CtrlCInFirstSend:
+            """The socket, with a Ctrl-C arriving inside its first ``sendmsg`` (critical code: deferred)."""
+
+            calls = 0
+
+            def sendmsg(self, *args):
+                _CtrlCInFirstSend.calls += 1
+                if _CtrlCInFirstSend.calls == 1:
+                    os.kill(os.getpid(), signal.SIGINT)
+                return real_sock.sendmsg(*args)
+
+            def __getattr__(self, name):
+                return getattr(real_sock, name)
+
+        left.sock = _CtrlCInFirstSend()
+        rescue = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))  # without the fix: a second Ctrl-C
+        rescue.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                left.send(protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(b"d" * (8 << 20))))
+            elapsed = time.monotonic() - started
+        finally:
+            rescue.cancel()
+        assert elapsed < 2.0, elapsed  # the deferred one, not the rescue
+        assert left.sending  # the rest queued
+        left.sock = real_sock
+        got = []
+        reader = threading.Thread(target=lambda: got.append(right.recv(timeout_s=30)))
+        reader.start()
+        left.flush(block=True)
+        reader.join(30)
+        assert stream.decode(right, signer, got[0]).body() == b"d" * (8 << 20)  # arrives whole
+        left.close()
+        right.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _FakeZmq:
     """A zmq socket stand-in: records sent frames; raises KeyboardInterrupt at a chosen send / recv."""
 

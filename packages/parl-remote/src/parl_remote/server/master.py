@@ -8,9 +8,13 @@ an idle job to a client that asks for one (``ACQUIRE_JOB``); records why actors 
 Liveness: workers keep their connection alive with ZMTP heartbeats handled in libzmq (``zmq_io.set_zmtp_heartbeat``:
 PINGs every ``HEARTBEAT_INTERVAL_S`` carrying a TTL of ``HEARTBEAT_INTERVAL_S`` x ``HEARTBEAT_LIVENESS``), so an
 idle cluster sends the master's Python no message per heartbeat; their metrics come as a message every
-``METRICS_INTERVAL_S``. The master's libzmq drops the connection of a worker silent for the TTL (killed, stopped; a
-cut link is ended by kernel keepalive probes); a socket monitor reports the drop (``EVENT_DISCONNECTED``, naming the
-connection's file descriptor, which the worker's registration message gave: ``SRCFD``), and the worker gets no new
+``METRICS_INTERVAL_S``. The master's libzmq drops the connection of a worker silent for the TTL (killed, stopped);
+a cut link is ended by the kernel (keepalive probes and ``TCP_USER_TIMEOUT`` = the window on each worker's
+connection: libzmq's TTL runs only from a PING, and any message cancels it); a worker silent for
+``SILENCE_METRICS_INTERVALS`` metrics intervals with its connection up (stopped before its first PING, or hung) is
+dropped too. A socket monitor reports a drop (``EVENT_DISCONNECTED``, naming the connection's file descriptor, which
+the worker's registration message gave: ``SRCFD``; checked against the connection's remote address, as a reused fd
+would carry another), and the worker gets no new
 actors and its actors are listed ``unreachable``: a network cut shorter than ``LINK_GRACE_S`` costs no actor (the
 worker reconnects and registers again with its actors, which are then ``alive``, one entry each); after
 ``LINK_GRACE_S`` without a sign of life (its last message or the TTL's last PING) they end, the cause naming the

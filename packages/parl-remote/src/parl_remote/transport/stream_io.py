@@ -175,6 +175,8 @@ class StreamConnection:
                     sent = 0
 
     def _wait_writable(self) -> None:
+        if _Sigint.pending:  # a Ctrl-C deferred while bytes were handed over and recorded: delivered before waiting
+            fire_pending()  # (nothing is half recorded here; the unsent bytes stay queued)
         poller = select.poll()
         poller.register(self.fd, select.POLLOUT | _POLLIN)
         for _, events in poller.poll():
