@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -98,21 +100,23 @@ def test_a_stopped_worker_is_detected_by_its_heartbeat_ttl_and_rejoins_when_cont
         others.close()
 
 
-def test_a_real_worker_stopped_then_continued(master, monkeypatch):
-    """The same with a real worker process (``xparl connect``'s): its libzmq I/O thread stops with it."""
-    import subprocess
-    import sys
-
-    env = {**os.environ, "XPARL_TOKEN": master.token}
-    proc = subprocess.Popen([sys.executable, "-m", "parl_remote.server.worker", "--address", master.address,
+def _real_worker(cluster: LocalCluster, **settings: str) -> subprocess.Popen:
+    """A 1-CPU worker process (``xparl connect``'s) joining ``cluster``, with ``settings`` (``XPARL_*``) of its own."""
+    env = {**os.environ, "XPARL_TOKEN": cluster.token, **settings}
+    return subprocess.Popen([sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address,
                              "--cpu-num", "1", "--parent-pid", str(os.getpid())], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def test_a_real_worker_stopped_then_continued(master, monkeypatch):
+    """The same with a real worker process (``xparl connect``'s): its libzmq I/O thread stops with it."""
+    proc = _real_worker(master)
     try:
         with ClusterClient(master.address, token=master.token, timeout_s=5.0) as client:
             wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 30.0, message="the worker")
             window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
-            # its first PING (an interval after it connected) arms the TTL (a worker stopped before that is not noticed
-            # until it runs again: benchmarks/README.md)
+            # its first PING (an interval after it connected) arms the TTL (a worker stopped before that is dropped by
+            # its silence instead, after 3 metrics intervals: the next test)
             time.sleep(2 * config.get("HEARTBEAT_INTERVAL_S"))
             proc.send_signal(signal.SIGSTOP)
             stopped_at = time.monotonic()
@@ -139,18 +143,12 @@ def test_a_worker_silent_with_its_connection_up_is_dropped_after_three_metrics_i
     keepalive probes for a stopped process). The master drops a ZMTP worker that sent no message for
     ``SILENCE_METRICS_INTERVALS`` (3) metrics intervals. Made certain here by a worker that sends no PING in the
     test (its heartbeat interval 60 s); its metrics every 1 s keep it listed while it runs."""
-    import subprocess
-    import sys
-
     from parl_remote.server import master as master_mod
 
     monkeypatch.setenv("XPARL_METRICS_INTERVAL_S", "1")
     cluster = LocalCluster(port=0, token=new_token())
     cluster.start(start_worker=False)
-    env = {**os.environ, "XPARL_TOKEN": cluster.token, "XPARL_HEARTBEAT_INTERVAL_S": "60"}
-    proc = subprocess.Popen([sys.executable, "-m", "parl_remote.server.worker", "--address", cluster.address,
-                             "--cpu-num", "1", "--parent-pid", str(os.getpid())], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = _real_worker(cluster, XPARL_HEARTBEAT_INTERVAL_S="60")
     try:
         with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as client:
             wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 30.0, message="the worker")

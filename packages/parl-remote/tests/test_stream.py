@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import pickle
@@ -258,14 +259,37 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
         signal.signal(signal.SIGINT, previous)
 
 
-def test_a_send_blocked_on_a_peer_that_stopped_reading_stays_interruptible():
-    """Ctrl-C ends a send waiting for a full socket to drain; the unsent bytes stay queued, and the message
-    arrives whole once the peer reads again."""
+@contextlib.contextmanager
+def _ctrl_c_raises_keyboard_interrupt():
+    """Python's own SIGINT handler under the streams' guard (``stream.guard_sigint``) for the block, restored after;
+    skips outside the main thread (signals are delivered there)."""
     if threading.get_ident() != threading.main_thread().ident:
         pytest.skip("needs to run in the main thread (signals)")
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         assert stream.guard_sigint()
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _arrives_whole_once_read(left, right, signer, body: bytes) -> None:
+    """The message ``left`` was sending when interrupted: its rest queued, it arrives whole once ``right`` reads."""
+    assert left.sending  # the rest queued
+    got = []
+    reader = threading.Thread(target=lambda: got.append(right.recv(timeout_s=30)))
+    reader.start()
+    left.flush(block=True)
+    reader.join(30)
+    assert stream.decode(right, signer, got[0]).body() == body
+    left.close()
+    right.close()
+
+
+def test_a_send_blocked_on_a_peer_that_stopped_reading_stays_interruptible():
+    """Ctrl-C ends a send waiting for a full socket to drain; the unsent bytes stay queued, and the message
+    arrives whole once the peer reads again."""
+    with _ctrl_c_raises_keyboard_interrupt():
         left, right = _pair()
         signer = protocol.Signer(TOKEN)
         body = b"c" * (8 << 20)  # far more than the socket buffers hold
@@ -274,69 +298,47 @@ def test_a_send_blocked_on_a_peer_that_stopped_reading_stays_interruptible():
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             left.send(protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(body)))
-        assert time.monotonic() - started < 5 and left.sending  # interrupted while blocked, the rest queued
-        reader = threading.Thread(target=lambda: got.append(right.recv(timeout_s=30)))
-        got = []
-        reader.start()
-        left.flush(block=True)
-        reader.join(30)
-        assert stream.decode(right, signer, got[0]).body() == body
-        left.close()
-        right.close()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        assert time.monotonic() - started < 5  # interrupted while blocked
+        _arrives_whole_once_read(left, right, signer, body)
+
+
+class _CtrlCInFirstSend:
+    """A socket whose first ``sendmsg`` gets a Ctrl-C while it runs (critical code: the guard defers it)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.calls = sock, 0
+
+    def sendmsg(self, *args):
+        self.calls += 1
+        if self.calls == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return self.sock.sendmsg(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.sock, name)
 
 
 def test_a_ctrl_c_deferred_while_sending_is_delivered_before_waiting_for_a_full_socket():
     """A Ctrl-C that lands while bytes are handed to the kernel and recorded waits for those lines; the wait that
     follows for a full socket to drain then delivers it at once, instead of blocking until the peer reads (a
     loaded machine made the 0.2 s Ctrl-C of the test above land there and wait 90 s)."""
-    if threading.get_ident() != threading.main_thread().ident:
-        pytest.skip("needs to run in the main thread (signals)")
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        assert stream.guard_sigint()
+    with _ctrl_c_raises_keyboard_interrupt():
         left, right = _pair()
         signer = protocol.Signer(TOKEN)
-        real_sock = left.sock
-
-        class _CtrlCInFirstSend:
-            """The socket, with a Ctrl-C arriving inside its first ``sendmsg`` (critical code: deferred)."""
-
-            calls = 0
-
-            def sendmsg(self, *args):
-                _CtrlCInFirstSend.calls += 1
-                if _CtrlCInFirstSend.calls == 1:
-                    os.kill(os.getpid(), signal.SIGINT)
-                return real_sock.sendmsg(*args)
-
-            def __getattr__(self, name):
-                return getattr(real_sock, name)
-
-        left.sock = _CtrlCInFirstSend()
+        body = b"d" * (8 << 20)
+        left.sock = _CtrlCInFirstSend(left.sock)
         rescue = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))  # without the fix: a second Ctrl-C
         rescue.start()
         started = time.monotonic()
         try:
             with pytest.raises(KeyboardInterrupt):
-                left.send(protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(b"d" * (8 << 20))))
+                left.send(protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(body)))
             elapsed = time.monotonic() - started
         finally:
             rescue.cancel()
         assert elapsed < 2.0, elapsed  # the deferred one, not the rescue
-        assert left.sending  # the rest queued
-        left.sock = real_sock
-        got = []
-        reader = threading.Thread(target=lambda: got.append(right.recv(timeout_s=30)))
-        reader.start()
-        left.flush(block=True)
-        reader.join(30)
-        assert stream.decode(right, signer, got[0]).body() == b"d" * (8 << 20)  # arrives whole
-        left.close()
-        right.close()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        left.sock = left.sock.sock
+        _arrives_whole_once_read(left, right, signer, body)
 
 
 class _FakeZmq:
