@@ -141,24 +141,26 @@ def test_a_worker_silent_with_its_connection_up_is_dropped_after_three_metrics_i
     """libzmq's TTL runs only from a PING, and any message cancels it: a worker stopped before its first PING, or
     right after a message of its own, keeps an open, silent connection the TTL never ends (the kernel answers
     keepalive probes for a stopped process). The master drops a ZMTP worker that sent no message for
-    ``SILENCE_METRICS_INTERVALS`` (3) metrics intervals. Made certain here by a worker that sends no PING in the
-    test (its heartbeat interval 60 s); its metrics every 1 s keep it listed while it runs."""
+    ``SILENCE_METRICS_INTERVALS`` (3) of its metrics intervals. Made certain here by workers that send no PING in the
+    test (their heartbeat interval 60 s); their metrics (every 1 s; the second worker's own setting 5 s, which its
+    registration tells the master) keep them listed while they run."""
     from parl_remote.server import master as master_mod
 
     monkeypatch.setenv("XPARL_METRICS_INTERVAL_S", "1")
     cluster = LocalCluster(port=0, token=new_token())
     cluster.start(start_worker=False)
     proc = _real_worker(cluster, XPARL_HEARTBEAT_INTERVAL_S="60")
+    slow = _real_worker(cluster, XPARL_HEARTBEAT_INTERVAL_S="60", XPARL_METRICS_INTERVAL_S="5")
     try:
         with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as client:
-            wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 30.0, message="the worker")
+            wait_until(lambda: _summary(client)["counts"]["workers"] == 2, 30.0, message="the workers")
             silence_s = master_mod.SILENCE_METRICS_INTERVALS * 1.0
-            time.sleep(silence_s + 1.5)  # no PING: its metrics messages keep it listed
-            assert _summary(client)["counts"]["workers"] == 1
+            time.sleep(silence_s + 1.5)  # no PING: their metrics messages keep them listed
+            assert _summary(client)["counts"]["workers"] == 2  # the slow one too: 3 of its own intervals is 15 s
             proc.send_signal(signal.SIGSTOP)
             stopped_at = time.monotonic()
             try:
-                wait_until(lambda: _summary(client)["counts"]["workers"] == 0, silence_s + 4.0,
+                wait_until(lambda: _summary(client)["counts"]["workers"] == 1, silence_s + 4.0,
                            message="the stopped, silent worker listed unreachable")  # fmt: skip
                 detected_s = time.monotonic() - stopped_at
                 # its last message came up to an interval before the stop; checked every second
@@ -166,11 +168,12 @@ def test_a_worker_silent_with_its_connection_up_is_dropped_after_three_metrics_i
             finally:
                 proc.send_signal(signal.SIGCONT)
             # its next metrics message is answered REREGISTER: it registers again
-            wait_until(lambda: _summary(client)["counts"]["workers"] == 1, 10.0, message="the worker back")
+            wait_until(lambda: _summary(client)["counts"]["workers"] == 2, 10.0, message="the worker back")
             assert _summary(client)["counts"]["workers_unreachable"] == 0
     finally:
-        proc.kill()
-        proc.wait(10)
+        for p in (proc, slow):
+            p.kill()
+            p.wait(10)
         cluster.stop()
 
 

@@ -171,6 +171,8 @@ class Master(Scheduling):
         info.gpus = [str(g) for g in body.get("gpus", [])]
         info.gpu_only = bool(body.get("gpu_only")) and bool(info.gpus)
         info.zmtp = body.get("liveness") == "zmtp"
+        every_s = body.get("metrics_interval_s")  # (its own setting, which may differ from the master's)
+        info.metrics_interval_s = float(every_s) if isinstance(every_s, (int, float)) and 0 < every_s < 1e6 else 0.0
         window = body.get("heartbeat_window_s")
         info.ack_interval_s = (0.3 * window) if isinstance(window, (int, float)) and window > 0 else self.ack_interval_s
         # jobs granted to an actor whose ASSIGN_JOB this worker never heard (it reconnected meanwhile): sent again
@@ -463,8 +465,9 @@ class Master(Scheduling):
         """The checks of ZMTP workers' liveness that libzmq does not make: a drop reported on an fd that still
         reached the worker (``suspects``: lost if the fd now carries another connection or none; a report of an
         earlier connection when it still carries this one after ``SUSPECT_RECHECK_S``), and, every second, a worker
-        whose connection is up but that sent no message (its metrics come every ``METRICS_INTERVAL_S``) for
-        ``SILENCE_METRICS_INTERVALS`` of them: its process is stopped or hung while the kernel keeps its TCP
+        whose connection is up but that sent no message (its metrics come every ``METRICS_INTERVAL_S``, its own
+        setting as its registration said) for ``SILENCE_METRICS_INTERVALS`` of them: its process is stopped or hung
+        while the kernel keeps its TCP
         connection (libzmq's TTL runs only from a PING, so a worker stopped before its first PING, or right after
         a message of its own, is never dropped by it)."""
         for wid, since in list(self.suspects.items()):
@@ -479,8 +482,9 @@ class Master(Scheduling):
         if now < self.next_silence_check:
             return
         self.next_silence_check = now + 1.0
-        silence_s = SILENCE_METRICS_INTERVALS * config.get("METRICS_INTERVAL_S")
+        own_s = config.get("METRICS_INTERVAL_S")
         for wid, info in list(self.workers.items()):
+            silence_s = SILENCE_METRICS_INTERVALS * (info.metrics_interval_s or own_s)
             if info.zmtp and wid not in self.polled and now - info.last_seen > silence_s:
                 logger.warning("worker %s unreachable (no message for %.0f s, %d x METRICS_INTERVAL_S, while its "
                                "connection is up: its process is stopped or hung); its %d actor(s) wait for it",

@@ -37,6 +37,7 @@ class WorkerInfo:
     zmtp: bool = False  # its liveness travels as ZMTP heartbeats (False: heartbeat messages, the earlier protocol)
     fd: int = -1  # the file descriptor of its connection to the master (zmq's SRCFD), -1 unknown
     peer: tuple | None = None  # that connection's remote address (host, port): tells its drop from a reused fd's
+    metrics_interval_s: float = 0.0  # how often it sends its metrics (its registration; 0: the master's setting)
     metrics_payload: list | None = None  # the last metrics message's body, read by ``read_metrics`` when needed
 
     def read_metrics(self) -> dict:

@@ -164,6 +164,8 @@ class Worker(JobPool):
             # dropped connection from its socket monitor); the window is that of the heartbeats' TTL
             "liveness": "zmtp",
             "heartbeat_window_s": config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS"),
+            # it sends its metrics this often: the master drops it after 3 such intervals without a message
+            "metrics_interval_s": config.get("METRICS_INTERVAL_S"),
             **self._metrics(),
         }
         self._send_master(MsgType.WORKER_REGISTER, body)

@@ -146,7 +146,8 @@ class _WorkerLoop:
         self._send(w, MsgType.WORKER_REGISTER, {
             "worker_id": w.worker_id, "host": "sim-" + w.worker_id, "pid": self.pid, "cpus_total": w.cpus, "gpus": [],
             "vacant_jobs": list(w.vacant.values()), "busy_jobs": busy, "python": list(sys.version_info[:2]),
-            "version": __version__, "heartbeat_window_s": self.interval_s * self.liveness, **_METRICS,
+            "version": __version__, "heartbeat_window_s": self.interval_s * self.liveness,
+            "metrics_interval_s": config.get("METRICS_INTERVAL_S"), **_METRICS,
             **({"liveness": "zmtp"} if self.zmtp else {}),
         })  # fmt: skip
 
