@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -239,3 +240,125 @@ def test_heartbeats_are_acknowledged_within_each_workers_own_window(xparl_home, 
     finally:
         group.close()
         master.stop()
+
+
+def _registration(worker_id: str, pid: int = 4242, **fields) -> dict:
+    """A well-formed WORKER_REGISTER body (what a simulated worker sends), with ``fields`` replaced."""
+    from parl_remote import __version__
+
+    body = {"worker_id": worker_id, "host": "bad-input", "pid": pid, "cpus_total": 4, "gpus": [],
+            "vacant_jobs": [], "busy_jobs": [], "python": list(sys.version_info[:2]), "version": __version__,
+            "heartbeat_window_s": 3.0, "metrics_interval_s": 10.0, "liveness": "zmtp",
+            "memory_total_mb": 1024.0, "memory_used_mb": 512.0, "load_avg": [0.0, 0.0, 0.0]}  # fmt: skip
+    body.update(fields)
+    return body
+
+
+def test_bad_worker_registrations_are_refused_naming_the_problem(xparl_home):
+    """Issue #24's bad input: a signed registration the master cannot accept (0 or a million CPUs, a field of the
+    wrong type, more jobs than CPUs, a worker id that another connected process holds) is answered with an ERROR
+    that names the problem, and a flood of them leaves the master serving everyone else: simulated workers register
+    and ``status`` answers meanwhile, and every bad registration is answered."""
+    import zmq
+
+    from parl_remote.server.master import MAX_WORKER_CPUS
+    from parl_remote.transport import zmq_io
+    from parl_remote.wire import protocol
+    from parl_remote.wire.protocol import MsgType
+
+    master = LocalCluster(port=0, token=new_token())
+    master.start(start_worker=False)
+    signer = protocol.Signer(master.token)
+    ctx = zmq.Context.instance()
+    socks = []
+
+    def peer() -> zmq.Socket:
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVTIMEO, 10_000)
+        sock.connect(f"tcp://{master.address}")
+        socks.append(sock)
+        return sock
+
+    def register(sock: zmq.Socket, body: object) -> protocol.Message:
+        zmq_io.send(sock, signer, MsgType.WORKER_REGISTER, 1, body)
+        return zmq_io.recv(sock, signer)
+
+    group = None
+    try:
+        sock = peer()
+        vacant = [{"job_id": f"j{i}", "address": "127.0.0.1:1", "pid": 1} for i in range(5)]
+        cases = [
+            (_registration("w-zero", cpus_total=0), f"1-{MAX_WORKER_CPUS:,} CPUs (job slots), not 0"),
+            (_registration("w-million", cpus_total=1_000_000), "not 1,000,000"),
+            (_registration("w-str", cpus_total="4"), "cpus_total must be a int, not str"),
+            (_registration("w-jobs", vacant_jobs=vacant), "5 jobs listed for 4 CPUs"),
+            (_registration("", cpus_total=4), "worker_id must have 1-128 characters"),
+            ([1, 2], "its body is a list, not a dict"),
+            (_registration("w-py", python=[2, 7]), "runs Python [2, 7]"),
+        ]
+        for body, expected in cases:
+            reply = register(sock, body)
+            assert reply.type == MsgType.ERROR, (body, reply.type)
+            assert "registration refused" in reply.body()["error"] and expected in reply.body()["error"], reply.body()
+        # registering twice: the same process again is a re-registration; another process with its id is refused
+        first, impostor = peer(), peer()
+        assert register(first, _registration("w-dup", pid=1)).type == MsgType.REPLY
+        refused = register(impostor, _registration("w-dup", pid=2)).body()["error"]
+        assert "w-dup is registered already, by pid 1 on bad-input, which is connected" in refused, refused
+        assert register(first, _registration("w-dup", pid=1)).type == MsgType.REPLY
+        with ClusterClient(master.address, token=master.token, timeout_s=10.0) as client:
+            assert [w["id"] for w in client.status()["workers"]] == ["w-dup"]  # nothing refused was listed
+            # a flood of bad registrations (batches of 100, every answer read) from another thread while 5
+            # simulated workers register and status is asked
+            flood, stop, counts = peer(), threading.Event(), {"sent": 0, "errors": 0}
+
+            def flood_master() -> None:
+                bad = _registration("w-flood", cpus_total=0)
+                while not stop.is_set():
+                    for _ in range(100):
+                        zmq_io.send(flood, signer, MsgType.WORKER_REGISTER, 1, bad)
+                    counts["sent"] += 100
+                    counts["errors"] += sum(zmq_io.recv(flood, signer).type == MsgType.ERROR for _ in range(100))
+
+            flooder = threading.Thread(target=flood_master, daemon=True)
+            flooder.start()
+            wait_until(lambda: counts["errors"] >= 500, 20.0, message="the flood under way")
+            group = WorkerGroup(master.address, master.token, 5, 2)
+            started = time.monotonic()
+            wait_until(lambda: client.status(summary=True)["counts"]["workers"] == 6, 20.0,
+                       message="the simulated workers registered during the flood")  # fmt: skip
+            registered_s = time.monotonic() - started
+            status_s = []
+            for _ in range(5):
+                t0 = time.monotonic()
+                client.status()
+                status_s.append(time.monotonic() - t0)
+            stop.set()
+            flooder.join(30)
+            assert not flooder.is_alive()
+            assert counts["errors"] == counts["sent"] >= 500, counts  # every bad registration answered
+            assert max(status_s) < 1.0, status_s
+            print(f"\n{counts['sent']} bad registrations refused; meanwhile 5 workers registered in "
+                  f"{registered_s:.2f} s, status answered in at most {max(status_s) * 1e3:.0f} ms")
+    finally:
+        if group is not None:
+            group.close()
+        for sock in socks:
+            sock.close(linger=0)
+        master.stop()
+
+
+def test_a_refused_worker_stops_with_the_masters_reason():
+    """The worker's side of a refusal (``Worker.on_master_error``): it stops, keeping the reason, which its
+    ``main`` prints as it exits with an error (as for a wrong token)."""
+    import types
+
+    from parl_remote.server.worker import Worker
+    from parl_remote.wire import serialization
+    from parl_remote.wire.protocol import Message, MsgType
+
+    worker = types.SimpleNamespace(worker_id="w-1", refused=None, running=True)
+    reason = "registration refused: a worker offers 1-16,384 CPUs (job slots), not 0"
+    Worker.on_master_error(worker, Message(MsgType.ERROR, 1, serialization.dumps({"error": reason})))
+    assert worker.refused == reason and worker.running is False

@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 SILENCE_METRICS_INTERVALS = 3
 # how long a drop reported on a file descriptor that still carries the worker's connection waits for the close
 SUSPECT_RECHECK_S = 0.5
+# the most CPUs (job slots) one worker may offer: a registration above it is refused (the largest machines have
+# under 1,000 hardware threads)
+MAX_WORKER_CPUS = 16_384
 
 
 class Master(Scheduling):
@@ -111,6 +114,7 @@ class Master(Scheduling):
         self.sender = b""  # the routing identity of the message being handled (what _reply answers)
         self.sender_fd = -1  # the file descriptor of its connection
         self.messages_received = 0  # every message read (status: an idle cluster adds none per heartbeat)
+        self.refused_registrations = 0  # worker registrations answered with an ERROR (``registration_problem``)
         self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
@@ -157,12 +161,18 @@ class Master(Scheduling):
         # connection was accepted) is handled first, so that it cannot be taken for this connection's later
         self._read_monitor()
         body = msg.body()
-        if tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
-            self._reply(
-                msg,
-                {"error": f"worker runs Python {body.get('python')}, the master {sys.version_info[:2]}"},
-                MsgType.ERROR,
-            )
+        problem = registration_problem(body)
+        if problem is None and tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
+            problem = f"the worker runs Python {body.get('python')}, the master {sys.version_info[:2]}"
+        live = self.workers.get(body["worker_id"]) if problem is None else None
+        if live is not None and (live.host, live.pid) != (body["host"], body["pid"]):
+            problem = (f"worker id {body['worker_id']} is registered already, by pid {live.pid} on {live.host}, "
+                       f"which is connected: a worker id belongs to one process")  # fmt: skip
+        if problem is not None:
+            self.refused_registrations += 1
+            if self.refused_registrations in (1, 10, 100, 1000) or self.refused_registrations % 10_000 == 0:
+                logger.warning("refused %d worker registration(s) (the last: %s)", self.refused_registrations, problem)
+            self._reply(msg, {"error": f"registration refused: {problem}"}, MsgType.ERROR)
             return
         wid = body["worker_id"]
         old = self.workers.get(wid) or self.unreachable.pop(wid, None)
@@ -586,6 +596,41 @@ class Master(Scheduling):
         except Exception:
             logger.exception("master: handler of %s failed", msg.type.name)
         return True
+
+
+def registration_problem(body: Any) -> str | None:
+    """What is wrong with a ``WORKER_REGISTER`` body (signed, so from a token holder, but maybe malformed or
+    made up), or None: the fields the master reads, their types, and ``MAX_WORKER_CPUS``."""
+    if not isinstance(body, dict):
+        return f"its body is a {type(body).__name__}, not a dict"
+    for key, kind in (("worker_id", str), ("host", str), ("pid", int), ("cpus_total", int), ("vacant_jobs", list),
+                      ("busy_jobs", list)):  # fmt: skip
+        value = body.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{key} must be a {kind.__name__}, not {type(value).__name__}"
+    if not 0 < len(body["worker_id"]) <= 128:
+        return "worker_id must have 1-128 characters"
+    cpus = body["cpus_total"]
+    if not 1 <= cpus <= MAX_WORKER_CPUS:
+        return f"a worker offers 1-{MAX_WORKER_CPUS:,} CPUs (job slots), not {cpus:,}"
+    jobs = body["vacant_jobs"] + body["busy_jobs"]
+    if len(jobs) > cpus:
+        return f"{len(jobs)} jobs listed for {cpus} CPUs"
+    for job in body["vacant_jobs"]:
+        if not (isinstance(job, dict) and isinstance(job.get("job_id"), str) and isinstance(job.get("address"), str)):
+            return "each vacant job must be a dict with a job_id and an address (str)"
+    busy_keys = ("job_id", "actor_id", "client_id")
+    for job in body["busy_jobs"]:
+        if not (isinstance(job, dict) and all(isinstance(job.get(k), str) for k in busy_keys)):
+            return "each busy job must be a dict with a job_id, an actor_id and a client_id (str)"
+    gpus = body.get("gpus", [])
+    if not isinstance(gpus, list) or len(gpus) > MAX_WORKER_CPUS:
+        return f"gpus must be a list of at most {MAX_WORKER_CPUS:,} GPU ids"
+    if not all(isinstance(body.get(k), (int, float)) for k in ("memory_total_mb", "memory_used_mb")):
+        return "memory_total_mb and memory_used_mb must be numbers"
+    if "load_avg" not in body:
+        return "load_avg is missing"
+    return None
 
 
 def _keepalive(fd: int) -> None:

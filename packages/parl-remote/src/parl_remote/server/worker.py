@@ -93,6 +93,7 @@ class Worker(JobPool):
             MsgType.KILL_JOB: self.on_kill,
             MsgType.READ_LOG: self.on_read_log,
             MsgType.MASTER_STOPPED: self.on_master_stopped,
+            MsgType.ERROR: self.on_master_error,
         }
         self.job_handlers = {
             MsgType.JOB_READY: self.on_job_ready,
@@ -194,6 +195,15 @@ class Worker(JobPool):
             if self.master_polls:
                 self.next_metrics = min(self.next_metrics, time.monotonic())
         self.registered = True
+
+    def on_master_error(self, msg: Message) -> None:
+        """The master refused this worker's registration (another Python version, a field it cannot accept): the
+        worker stops, and ``main`` exits with the reason."""
+        body = msg.body()
+        reason = body.get("error") if isinstance(body, dict) else None
+        self.refused = str(reason or body)
+        logger.error("master refused worker %s: %s", self.worker_id, self.refused)
+        self.running = False
 
     def on_reregister(self, msg: Message) -> None:
         if not self.registered:  # its registration is on the way (messages queued during a drop went first)
