@@ -2,7 +2,8 @@
 
 Same names and arguments as the torch module, so an example defines its networks once for both backends.
 :class:`MLP` is ``nn.Sequential(Linear, act, ..., Linear)`` without the per-layer module calls (same
-parameters, same default initialisation, same outputs).
+parameters, same default initialisation, same outputs). :class:`BatchedMLP` evaluates several MLPs of the
+same layer sizes together (one batched matmul per layer).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from paddle.framework import in_dynamic_mode
 
 from parl_algorithms._validation import mlp_activation, mlp_sizes
 
-__all__ = ["MLP", "orthogonal_init_"]
+__all__ = ["MLP", "BatchedLinear", "BatchedMLP", "orthogonal_init_"]
 
 _ACTIVATIONS = {"relu": F.relu, "tanh": paddle.tanh}
 
@@ -60,6 +61,100 @@ class MLP(nn.Layer):
         for i, layer in enumerate(layers):
             x = linear(x, layer.weight, layer.bias)
             if i < last:
+                x = self.act(x)
+        return x
+
+
+class BatchedLinear(nn.Layer):
+    """``num`` linear layers of the same size, stacked: ``weight`` float32 ``[num, in, out]`` (member ``i``'s
+    paddle ``nn.Linear`` weight), ``bias`` ``[num, 1, out]``. Zero-initialised; :class:`BatchedMLP` fills it.
+    ``forward``: ``[num, B, in]`` -> ``[num, B, out]``."""
+
+    def __init__(self, num: int, in_features: int, out_features: int):
+        super().__init__()
+        zeros = nn.initializer.Constant(0.0)
+        self.weight = self.create_parameter([num, in_features, out_features], default_initializer=zeros)
+        self.bias = self.create_parameter([num, 1, out_features], default_initializer=zeros)
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        return paddle.bmm(x, self.weight) + self.bias
+
+
+class BatchedMLP(nn.Layer):
+    """``num`` MLPs of the same layer sizes evaluated together: layer ``j`` of every member is one ``paddle.bmm``
+    over stacked weights (the torch twin's docstring has the details). Member ``i`` computes what an
+    :class:`MLP` whose layer ``j`` has weight ``layers[j].weight[i]`` and bias ``layers[j].bias[i, 0]`` computes.
+
+    Args:
+        num: number of member networks, >= 1.
+        sizes: ``[in_features, hidden..., out_features]``, at least two positive ints.
+        activation: ``"relu"`` or ``"tanh"``.
+        activate_output: also apply the activation after the last layer.
+
+    Attributes:
+        layers: ``nn.LayerList`` of :class:`BatchedLinear`: per layer ``weight`` float32 ``[num, in, out]``
+            and ``bias`` ``[num, 1, out]``.
+
+    Raises:
+        ValueError: ``num`` < 1, bad ``sizes`` or an unknown ``activation``.
+    """
+
+    def __init__(self, num: int, sizes: Sequence[int], activation: str = "relu", activate_output: bool = False):
+        super().__init__()
+        if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+            raise ValueError(f"BatchedMLP needs num >= 1 member networks, got {num!r}; e.g. BatchedMLP(2, [4, 64, 1])")
+        sizes = mlp_sizes(sizes, "BatchedMLP")
+        self.num = num
+        self.act = _ACTIVATIONS[mlp_activation(activation)]
+        self.activate_output = bool(activate_output)
+        self.layers = nn.LayerList([BatchedLinear(num, a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True)])
+        self._copy_from([MLP(sizes, activation) for _ in range(num)])  # paddle's default init, member by member
+
+    def _copy_from(self, mlps: Sequence[MLP]) -> None:
+        for j, layer in enumerate(self.layers):
+            layer.weight.set_value(paddle.stack([m.layers[j].weight for m in mlps]))
+            layer.bias.set_value(paddle.stack([m.layers[j].bias for m in mlps]).unsqueeze(1))
+
+    @classmethod
+    def stack(cls, mlps: Sequence[MLP], num_layers: int | None = None, activate_output: bool = False) -> BatchedMLP:
+        """A ``BatchedMLP`` whose member ``i`` is a copy of the first ``num_layers`` layers (default: all) of
+        ``mlps[i]``; the MLPs must have the same activation and the same sizes up to that layer.
+
+        Raises:
+            ValueError: no MLPs, ``num_layers`` out of range, or layer sizes or activations that differ.
+        """
+        mlps = list(mlps)
+        if not mlps or not all(isinstance(m, MLP) for m in mlps):
+            raise ValueError("BatchedMLP.stack needs a non-empty list of nets.MLP, "
+                             "e.g. BatchedMLP.stack([actor, critic])")
+        depth = min(len(m.layers) for m in mlps)
+        num_layers = depth if num_layers is None else num_layers
+        if not 1 <= num_layers <= depth:
+            raise ValueError(f"BatchedMLP.stack: num_layers must be in 1..{depth} (the shallowest MLP), "
+                             f"got {num_layers}")
+        shapes = {tuple(tuple(m.layers[j].weight.shape) for j in range(num_layers)) for m in mlps}
+        if len(shapes) != 1 or len({m.act for m in mlps}) != 1:
+            raise ValueError(f"BatchedMLP.stack: the MLPs' first {num_layers} layers must have the same sizes and "
+                             f"activation, got weight shapes {sorted(shapes)}")
+        first = mlps[0].layers
+        sizes = [first[0].weight.shape[0]] + [first[j].weight.shape[1] for j in range(num_layers)]
+        activation = next(name for name, fn in _ACTIVATIONS.items() if fn is mlps[0].act)
+        state = paddle.get_rng_state()
+        net = cls(len(mlps), sizes, activation, activate_output)
+        paddle.set_rng_state(state)  # the throw-away default init draws nothing from the caller's RNG
+        net._copy_from(mlps)
+        return net
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        """x: float32 ``[B, in_features]`` (the same input for every member) or ``[num, B, in_features]``
+        -> float32 ``[num, B, out_features]``."""
+        if x.ndim == 2:
+            x = x.unsqueeze(0).expand([self.num, *x.shape])
+        layers = self.layers
+        last = len(layers) - 1
+        for j, layer in enumerate(layers):
+            x = layer(x)
+            if j < last or self.activate_output:
                 x = self.act(x)
         return x
 

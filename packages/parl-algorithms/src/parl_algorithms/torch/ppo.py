@@ -35,7 +35,9 @@ class PPO(Algorithm):
     The model must define ``value(obs) -> float32 [B, 1] or [B]`` and ``policy(obs)``: for discrete
     actions the logits float32 ``[B, num_actions]``; for continuous actions ``(mean, std)``, each float32
     ``[B, act_dim]`` (std > 0, may be ``[act_dim]`` and is broadcast): PARL's contract, whose models return
-    ``exp(log_std)``.
+    ``exp(log_std)``. A model may also define ``policy_and_value(obs) -> (policy(obs), value(obs))``:
+    ``sample`` and ``learn`` then call it once instead of the two (a model that evaluates its actor and critic
+    together, e.g. with ``parl_algorithms.torch.nets.BatchedMLP``, computes both in fewer ops).
 
     Args:
         model: the actor-critic model.
@@ -90,7 +92,10 @@ class PPO(Algorithm):
     # -- policy math -----------------------------------------------------------------------------
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(logits, None)`` for discrete actions, ``(mean, log(std))`` for continuous ones."""
-        out = self.model.policy(obs)
+        return self._policy_params(self.model.policy(obs))
+
+    def _policy_params(self, out: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``model.policy``'s output checked and as ``(logits, None)`` or ``(mean, log(std))``."""
         if self.continuous_action:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise ValueError("PPO(continuous_action=True) needs model.policy(obs) to return (mean, std), "
@@ -117,7 +122,18 @@ class PPO(Algorithm):
         return discrete_actions(action, batch, params[0].shape[-1], "PPO")
 
     def _value(self, obs: torch.Tensor) -> torch.Tensor:
-        value = self.model.value(obs)
+        return self._value_column(self.model.value(obs))
+
+    def _policy_and_value(self, obs: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+        """``(_policy(obs), _value(obs))``, in one model call where the model defines ``policy_and_value``."""
+        joint = getattr(self.model, "policy_and_value", None)
+        if joint is not None:
+            out, value = joint(obs)
+            return self._policy_params(out), self._value_column(value)
+        return self._policy(obs), self._value(obs)
+
+    @staticmethod
+    def _value_column(value: torch.Tensor) -> torch.Tensor:
         if value.ndim == 2 and value.shape[1] == 1:
             value = value.squeeze(1)
         if value.ndim != 1:
@@ -153,14 +169,14 @@ class PPO(Algorithm):
             or float32 ``[B, act_dim]`` (continuous, unclipped).
         """
         obs = obs_batch(obs, "PPO")
-        params = self._policy(obs)
+        params, value = self._policy_and_value(obs)
         first, log_std = params
         if log_std is None:
             action = functional.categorical_sample(torch.softmax(first, dim=-1))  # = torch.multinomial's draws
         else:
             action = first + torch.exp(log_std) * torch.randn_like(first)
         log_prob, entropy = self._log_prob_entropy(params, action)
-        return self._value(obs).unsqueeze(1), action, log_prob, entropy
+        return value.unsqueeze(1), action, log_prob, entropy
 
     @accepts_single_obs
     @on_device
@@ -208,10 +224,9 @@ class PPO(Algorithm):
         returns = column(batch_return, "batch_return", batch, "PPO")
         old_log_prob = column(batch_logprob, "batch_logprob", batch, "PPO")
         adv = column(batch_adv, "batch_adv", batch, "PPO")
-        params = self._policy(obs)
+        params, value = self._policy_and_value(obs)
         action = self._action(batch_action, params, batch)
         log_prob, entropy = self._log_prob_entropy(params, action)
-        value = self._value(obs)
         if self.norm_adv:
             adv = functional.normalize_advantages(adv)
         action_loss = functional.clipped_surrogate_loss(log_prob, old_log_prob, adv, self.clip_param)
