@@ -25,6 +25,7 @@ import argparse
 import importlib.util
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -52,6 +53,15 @@ class Stacked:
     def __init__(self, a: torch.nn.Linear, b: torch.nn.Linear) -> None:
         self.weight = torch.cat([a.weight.detach(), b.weight.detach()])
         self.bias = torch.cat([a.bias.detach(), b.bias.detach()])
+
+
+class Member:
+    """Member ``i`` of a ``nets.BatchedMLP`` (our SAC's twin critics) as an MLP: ``layers`` with ``weight`` /
+    ``bias`` in ``nn.Linear``'s layout, views of the stacked parameters (copying into them writes the member)."""
+
+    def __init__(self, net: torch.nn.Module, i: int) -> None:
+        self.layers = [SimpleNamespace(weight=layer.weight.detach()[i].T, bias=layer.bias.detach()[i, 0])
+                       for layer in net.layers]
 
 
 def copy_into(mlp: torch.nn.Module, layers: list) -> None:
@@ -124,8 +134,8 @@ def check_sac(steps: int) -> tuple[dict, float]:
         return linears(sb3.actor.latent_pi) + [Stacked(sb3.actor.mu, sb3.actor.log_std)]
 
     copy_into(model.actor, actor_layers())
-    copy_into(model.q1, linears(sb3.critic.qf0))
-    copy_into(model.q2, linears(sb3.critic.qf1))
+    copy_into(Member(model.q, 0), linears(sb3.critic.qf0))
+    copy_into(Member(model.q, 1), linears(sb3.critic.qf1))
     alg = parl.algorithms.SAC(model, gamma=0.99, tau=0.005, actor_lr=3e-4, critic_lr=3e-4,
                               with_automatic_entropy_tuning=True)  # alpha starts at 1.0, target entropy -6
     data = batches(steps)
@@ -144,9 +154,10 @@ def check_sac(steps: int) -> tuple[dict, float]:
             torch.randn_like = real_randn_like
         if queue:
             raise RuntimeError("SAC.learn drew fewer Gaussian samples than SB3's step: the check is misaligned")
-    diffs = {"actor": max_diff(model.actor, actor_layers()), "q1": max_diff(model.q1, linears(sb3.critic.qf0)),
-             "q2": max_diff(model.q2, linears(sb3.critic.qf1)),
-             "target q1": max_diff(alg.target_model.q1, linears(sb3.critic_target.qf0)),
+    diffs = {"actor": max_diff(model.actor, actor_layers()),
+             "q1": max_diff(Member(model.q, 0), linears(sb3.critic.qf0)),
+             "q2": max_diff(Member(model.q, 1), linears(sb3.critic.qf1)),
+             "target q1": max_diff(Member(alg.target_model.q, 0), linears(sb3.critic_target.qf0)),
              "alpha": abs(alg.alpha - float(torch.exp(sb3.log_ent_coef.detach())))}
     return diffs, 3e-4
 

@@ -82,3 +82,59 @@ def test_ops_round_trip_concat_and_randperm(backend):
     first = ops.to_numpy(ops.randperm(10))
     ops.seed(5)
     assert sorted(first.tolist()) == list(range(10)) and np.array_equal(ops.to_numpy(ops.randperm(10)), first)
+
+
+def _member_weight(ops, layer, i):
+    """Member ``i``'s weight of a BatchedLinear in the backend's nn.Linear layout (torch [out, in], paddle [in, out])."""
+    w = ops.to_numpy(layer.weight)[i]
+    return w.T if ops.__name__.startswith("parl_algorithms.torch") else w
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_mlp_stack_computes_each_member(backend):
+    fw, nn, nets, ops = _backend(backend)
+    ops.seed(1)
+    actor = nets.orthogonal_init_(nets.MLP([4, 8, 8, 2], activation="tanh"), np.sqrt(2), 0.01)
+    critic = nets.orthogonal_init_(nets.MLP([4, 8, 8, 1], activation="tanh"), np.sqrt(2), 1.0)
+    after_init = ops.to_numpy(ops.randperm(50))
+    ops.seed(1)
+    nets.orthogonal_init_(nets.MLP([4, 8, 8, 2], activation="tanh"), np.sqrt(2), 0.01)
+    nets.orthogonal_init_(nets.MLP([4, 8, 8, 1], activation="tanh"), np.sqrt(2), 1.0)
+    body = nets.BatchedMLP.stack([actor, critic], num_layers=2, activate_output=True)
+    np.testing.assert_array_equal(ops.to_numpy(ops.randperm(50)), after_init)  # stack draws nothing from the RNG
+    for j in range(2):  # copies of the members' layers
+        for i, net in enumerate((actor, critic)):
+            np.testing.assert_array_equal(_member_weight(ops, body.layers[j], i), ops.to_numpy(net.layers[j].weight))
+    x = ops.tensor(np.random.default_rng(0).normal(size=(5, 4)), "float32")
+    out = body(x)
+    assert tuple(out.shape) == (2, 5, 8)
+    for i, net in enumerate((actor, critic)):
+        hidden = fw.tanh(net.layers[1](fw.tanh(net.layers[0](x))))
+        np.testing.assert_allclose(ops.to_numpy(out[i]), ops.to_numpy(hidden), rtol=1e-6, atol=1e-6)
+    whole = nets.BatchedMLP.stack([actor, actor])  # all layers, no activation after the last: MLP's function
+    np.testing.assert_allclose(ops.to_numpy(whole(x)[1]), ops.to_numpy(actor(x)), rtol=1e-6, atol=1e-6)
+    out.sum().backward()
+    grad = ops.to_numpy(body.layers[0].weight.grad)
+    assert np.abs(grad[0]).sum() > 0 and np.abs(grad[1]).sum() > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_mlp_default_init_and_bad_arguments(backend):
+    fw, nn, nets, ops = _backend(backend)
+    ops.seed(2)
+    members = [nets.MLP([3, 6, 2]) for _ in range(3)]
+    ops.seed(2)
+    net = nets.BatchedMLP(3, [3, 6, 2])
+    for i, m in enumerate(members):  # the draws of three MLPs made one after the other
+        np.testing.assert_array_equal(_member_weight(ops, net.layers[1], i), ops.to_numpy(m.layers[1].weight))
+        np.testing.assert_array_equal(ops.to_numpy(net.layers[1].bias)[i, 0], ops.to_numpy(m.layers[1].bias))
+    x = ops.tensor(np.random.default_rng(0).normal(size=(3, 4, 3)), "float32")  # a separate input per member
+    assert tuple(net(x).shape) == (3, 4, 2)
+    with pytest.raises(ValueError, match="num >= 1"):
+        nets.BatchedMLP(0, [3, 2])
+    with pytest.raises(ValueError, match="sizes"):
+        nets.BatchedMLP(2, [3])
+    with pytest.raises(ValueError, match="same sizes"):
+        nets.BatchedMLP.stack([nets.MLP([3, 6, 2]), nets.MLP([3, 5, 2])])
+    with pytest.raises(ValueError, match="num_layers"):
+        nets.BatchedMLP.stack([nets.MLP([3, 6, 2])], num_layers=3)
