@@ -102,7 +102,8 @@ def check_td3(steps: int) -> tuple[dict, float]:
               batch_size=BATCH, tau=0.005, gamma=0.99, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
               policy_kwargs=dict(net_arch=[400, 300]), seed=0, device="cpu")
     model = load_example("td3").define_model("torch")(OBS_DIM, ACT_DIM, (400, 300))  # TD3Model
-    pairs = {"actor": (model.actor, sb3.actor.mu), "q1": (model.q1, sb3.critic.qf0), "q2": (model.q2, sb3.critic.qf1)}
+    pairs = {"actor": (model.actor, sb3.actor.mu), "q1": (Member(model.q, 0), sb3.critic.qf0),
+             "q2": (Member(model.q, 1), sb3.critic.qf1)}  # views: they follow the training
     for ours, theirs in pairs.values():
         copy_into(ours, linears(theirs))
     alg = parl.algorithms.TD3(model, gamma=0.99, tau=0.005, actor_lr=1e-3, critic_lr=1e-3, policy_noise=0.2,
@@ -116,7 +117,7 @@ def check_td3(steps: int) -> tuple[dict, float]:
         alg.learn(obs, act, rew[:, 0], nxt, done[:, 0])
     diffs = {name: max_diff(ours, linears(theirs)) for name, (ours, theirs) in pairs.items()}
     diffs["target actor"] = max_diff(alg.target_model.actor, linears(sb3.actor_target.mu))
-    diffs["target q1"] = max_diff(alg.target_model.q1, linears(sb3.critic_target.qf0))
+    diffs["target q1"] = max_diff(Member(alg.target_model.q, 0), linears(sb3.critic_target.qf0))
     return diffs, 1e-3
 
 

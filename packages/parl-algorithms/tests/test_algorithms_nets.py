@@ -85,7 +85,7 @@ def test_ops_round_trip_concat_and_randperm(backend):
 
 
 def _member_weight(ops, layer, i):
-    """Member ``i``'s weight of a BatchedLinear in the backend's nn.Linear layout (torch [out, in], paddle [in, out])."""
+    """Member ``i``'s weight of a BatchedLinear in nn.Linear's layout (torch [out, in], paddle [in, out])."""
     w = ops.to_numpy(layer.weight)[i]
     return w.T if ops.__name__.startswith("parl_algorithms.torch") else w
 
