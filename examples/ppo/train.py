@@ -65,28 +65,44 @@ def define_model(backend: str = "torch") -> type:
         return nets.orthogonal_init_(nets.MLP([inp, hidden, hidden, out], activation="tanh"), np.sqrt(2), out_gain)
 
     class ActorCritic(parl.Model):
-        """Separate actor and critic MLPs (SB3's default MlpPolicy), their hidden layers evaluated together.
+        """Separate actor and critic MLPs.
 
         ``policy(obs)``: logits float32 [B, num_actions] (discrete) or ``(mean, std)`` [B, act_dim] /
-        [act_dim] (continuous); ``value(obs)``: float32 [B, 1]; ``policy_and_value(obs)``: both, from one
-        pass (PPO's ``sample`` and ``learn`` call it). ``body`` holds the actor's (member 0) and the critic's
-        (member 1) two hidden layers as one ``nets.BatchedMLP``, a batched matmul per layer for both networks:
-        the same function and initialisation as two separate MLPs, in fewer ops.
+        [act_dim] (continuous); ``value(obs)``: float32 [B, 1].
         """
 
         def __init__(self, obs_dim: int, act_dim: int, continuous: bool, hidden: int):
             super().__init__()
             self.continuous = continuous
-            actor = mlp(obs_dim, act_dim, hidden, 0.01)
-            critic = mlp(obs_dim, 1, hidden, 1.0)
-            self.body = nets.BatchedMLP.stack([actor, critic], num_layers=2, activate_output=True)
-            self.actor_head, self.critic_head = actor.layers[-1], critic.layers[-1]
+            self.actor = mlp(obs_dim, act_dim, hidden, 0.01)
+            self.critic = mlp(obs_dim, 1, hidden, 1.0)
             if continuous:
                 self.log_std = ops.zeros_parameter(self, [act_dim])
 
+        def policy(self, obs):
+            out = self.actor(obs)
+            return (out, self.log_std.exp()) if self.continuous else out  # (mean, std): PARL's PPO contract
+
+        def value(self, obs):
+            return self.critic(obs)
+
+    class BatchedActorCritic(ActorCritic):
+        """``ActorCritic`` (same function, parameters and initial weights) with the actor's and critic's hidden
+        layers evaluated together: one ``nets.BatchedMLP`` (a batched matmul per layer for both networks; actor
+        member 0, critic member 1) and the two output layers. ``policy_and_value(obs)`` returns both outputs
+        from one pass (PPO's ``sample`` and ``learn`` call it). torch only: on paddle's CPU build the backward of
+        ``bmm`` is slower than that of two linear layers (benchmarks/README.md, 2026-11-26 afternoon).
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, continuous: bool, hidden: int):
+            super().__init__(obs_dim, act_dim, continuous, hidden)
+            self.body = nets.BatchedMLP.stack([self.actor, self.critic], num_layers=2, activate_output=True)
+            self.actor_head, self.critic_head = self.actor.layers[-1], self.critic.layers[-1]
+            del self.actor, self.critic  # their hidden layers now live (copied) in body
+
         def _policy_out(self, features):
             out = self.actor_head(features)
-            return (out, self.log_std.exp()) if self.continuous else out  # (mean, std): PARL's PPO contract
+            return (out, self.log_std.exp()) if self.continuous else out
 
         def policy_and_value(self, obs):
             actor_features, critic_features = self.body(obs)
@@ -98,7 +114,7 @@ def define_model(backend: str = "torch") -> type:
         def value(self, obs):
             return self.critic_head(self.body(obs)[1])
 
-    return ActorCritic
+    return BatchedActorCritic if backend == "torch" else ActorCritic
 
 
 def make_envs(env_id: str, num_envs: int) -> gym.vector.VectorEnv:

@@ -59,8 +59,7 @@ def define_model(backend: str = "torch") -> type:
     ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
 
     class SACModel(parl.Model):
-        """Gaussian actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths; the critics
-        evaluated together as one ``nets.BatchedMLP``: the same functions and initialisation as two MLPs).
+        """Gaussian actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths).
 
         ``policy(obs)`` -> (mean, log_std), each float32 [B, act_dim]; ``value(obs, action)`` -> (Q1, Q2),
         each float32 [B, 1]; actions are in [-1, 1].
@@ -69,23 +68,43 @@ def define_model(backend: str = "torch") -> type:
         def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
             super().__init__()
             self.actor = nets.MLP([obs_dim, *hidden, 2 * act_dim])
-            self.q = nets.BatchedMLP(2, [obs_dim + act_dim, *hidden, 1])  # Q1 and Q2: one batched matmul per layer
+            self.q1 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+            self.q2 = nets.MLP([obs_dim + act_dim, *hidden, 1])
 
         def policy(self, obs):
             mean, log_std = self.actor(obs).chunk(2, -1)
             return mean, log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
 
         def value(self, obs, action):
-            q1, q2 = self.q(ops.concat([obs, action]))
-            return q1, q2
+            x = ops.concat([obs, action])
+            return self.q1(x), self.q2(x)
 
         def get_actor_params(self):
             return self.actor.parameters()
 
         def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+    class BatchedSACModel(SACModel):
+        """``SACModel`` (same functions, parameters and initial weights) with the twin critics evaluated together:
+        one ``nets.BatchedMLP`` (member 0 Q1, member 1 Q2), a batched matmul per layer for both. torch only: on
+        paddle's CPU build the backward of ``bmm`` is slower than that of two linear layers (benchmarks/README.md,
+        2026-11-26 afternoon).
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
+            super().__init__(obs_dim, act_dim, hidden)
+            self.q = nets.BatchedMLP.stack([self.q1, self.q2])
+            del self.q1, self.q2  # now copied into q
+
+        def value(self, obs, action):
+            q1, q2 = self.q(ops.concat([obs, action]))
+            return q1, q2
+
+        def get_critic_params(self):
             return list(self.q.parameters())
 
-    return SACModel
+    return BatchedSACModel if backend == "torch" else SACModel
 
 
 def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:

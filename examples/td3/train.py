@@ -58,8 +58,7 @@ def define_model(backend: str = "torch") -> type:
     ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
 
     class TD3Model(parl.Model):
-        """Deterministic tanh actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths; the
-        critics evaluated together as one ``nets.BatchedMLP``: the same functions and initialisation as two MLPs).
+        """Deterministic tanh actor and twin Q critics (Linear-ReLU-...-Linear MLPs with ``hidden`` widths).
 
         ``policy(obs)`` -> action float32 [B, act_dim] in [-1, 1]; ``value(obs, action)`` -> (Q1, Q2), each
         float32 [B, 1]; ``Q1(obs, action)`` -> Q1.
@@ -68,10 +67,36 @@ def define_model(backend: str = "torch") -> type:
         def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
             super().__init__()
             self.actor = nets.MLP([obs_dim, *hidden, act_dim])
-            self.q = nets.BatchedMLP(2, [obs_dim + act_dim, *hidden, 1])  # Q1 and Q2: one batched matmul per layer
+            self.q1 = nets.MLP([obs_dim + act_dim, *hidden, 1])
+            self.q2 = nets.MLP([obs_dim + act_dim, *hidden, 1])
 
         def policy(self, obs):
             return self.actor(obs).tanh()
+
+        def value(self, obs, action):
+            x = ops.concat([obs, action])
+            return self.q1(x), self.q2(x)
+
+        def Q1(self, obs, action):  # noqa: N802 (PARL's method name)
+            return self.q1(ops.concat([obs, action]))
+
+        def get_actor_params(self):
+            return self.actor.parameters()
+
+        def get_critic_params(self):
+            return list(self.q1.parameters()) + list(self.q2.parameters())
+
+    class BatchedTD3Model(TD3Model):
+        """``TD3Model`` (same functions, parameters and initial weights) with the twin critics evaluated together:
+        one ``nets.BatchedMLP`` (member 0 Q1, member 1 Q2), a batched matmul per layer for both. torch only: on
+        paddle's CPU build the backward of ``bmm`` is slower than that of two linear layers (benchmarks/README.md,
+        2026-11-26 afternoon).
+        """
+
+        def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (HIDDEN, HIDDEN)):
+            super().__init__(obs_dim, act_dim, hidden)
+            self.q = nets.BatchedMLP.stack([self.q1, self.q2])
+            del self.q1, self.q2  # now copied into q
 
         def value(self, obs, action):
             q1, q2 = self.q(ops.concat([obs, action]))
@@ -80,13 +105,10 @@ def define_model(backend: str = "torch") -> type:
         def Q1(self, obs, action):  # noqa: N802 (PARL's method name)
             return self.q(ops.concat([obs, action]))[0]  # Q2 comes along: one batched op costs less than a second net
 
-        def get_actor_params(self):
-            return self.actor.parameters()
-
         def get_critic_params(self):
             return list(self.q.parameters())
 
-    return TD3Model
+    return BatchedTD3Model if backend == "torch" else TD3Model
 
 
 def evaluate(alg, env_id: str, seed: int, action_scale: float, ops) -> float:
