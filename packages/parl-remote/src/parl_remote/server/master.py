@@ -31,6 +31,7 @@ import collections
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -162,8 +163,6 @@ class Master(Scheduling):
         self._read_monitor()
         body = msg.body()
         problem = registration_problem(body)
-        if problem is None and tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
-            problem = f"the worker runs Python {body.get('python')}, the master {sys.version_info[:2]}"
         live = self.workers.get(body["worker_id"]) if problem is None else None
         if live is not None and (live.host, live.pid) != (body["host"], body["pid"]):
             problem = (f"worker id {body['worker_id']} is registered already, by pid {live.pid} on {live.host}, "
@@ -600,7 +599,8 @@ class Master(Scheduling):
 
 def registration_problem(body: Any) -> str | None:
     """What is wrong with a ``WORKER_REGISTER`` body (signed, so from a token holder, but maybe malformed or
-    made up), or None: the fields the master reads, their types, and ``MAX_WORKER_CPUS``."""
+    made up), or None: the fields the master reads, their types, ``MAX_WORKER_CPUS``, and the Python version (a
+    pickled message must mean the same on both sides)."""
     if not isinstance(body, dict):
         return f"its body is a {type(body).__name__}, not a dict"
     for key, kind in (("worker_id", str), ("host", str), ("pid", int), ("cpus_total", int), ("vacant_jobs", list),
@@ -630,6 +630,8 @@ def registration_problem(body: Any) -> str | None:
         return "memory_total_mb and memory_used_mb must be numbers"
     if "load_avg" not in body:
         return "load_avg is missing"
+    if tuple(body.get("python", ())) != tuple(sys.version_info[:2]):
+        return f"the worker runs Python {body.get('python')}, the master {sys.version_info[:2]}"
     return None
 
 
@@ -639,11 +641,9 @@ def _keepalive(fd: int) -> None:
     after about a window, whether or not data waits unacknowledged (which stops keepalive probes). libzmq's TTL alone
     does not end it when the worker's last frame before the cut was a message, not a PING (any message cancels the
     TTL's timer; only a PING starts it). On that connection only: a client's survives a cut up to ``LINK_GRACE_S``."""
-    import socket
-
     window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
     try:
-        with socket.socket(fileno=os.dup(fd)) as sock:  # (a duplicate of zmq's descriptor; its own family)
+        with _socket_of(fd) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
@@ -656,15 +656,22 @@ def _keepalive(fd: int) -> None:
 def _peer_of(fd: int) -> tuple | None:
     """The remote address of the connection on file descriptor ``fd`` (``getpeername``), or None when ``fd`` is closed
     or carries no connected socket."""
-    import socket
-
     if fd < 0:
         return None
     try:
-        with socket.socket(fileno=os.dup(fd)) as sock:
+        with _socket_of(fd) as sock:
             return tuple(sock.getpeername())
     except OSError:
         return None
+
+
+def _socket_of(fd: int) -> socket.socket:
+    """A Python socket on a duplicate of zmq's descriptor ``fd`` (its own family; closing it leaves zmq's open).
+
+    Raises:
+        OSError: ``fd`` is closed or not a socket.
+    """
+    return socket.socket(fileno=os.dup(fd))
 
 
 def raise_fd_limit() -> tuple[int, int]:
