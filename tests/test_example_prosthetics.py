@@ -6,8 +6,10 @@ import json
 import math
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -189,3 +191,34 @@ def test_tiny_run_with_two_remote_simulators(tmp_path):
     rows = (logdir / "curve.csv").read_text().splitlines()
     assert rows[0].startswith("env_steps,wall_s,cpu_s,eval_return_mean") and len(rows) == 2
     assert list(logdir.glob("events.out.tfevents.*"))
+
+
+@needs_opensim
+def test_sigterm_stops_like_ctrl_c_and_still_writes_the_summary(tmp_path):
+    """A scheduler's stop (``timeout``, SLURM, ``kill``) sends SIGTERM: the run still evaluates and writes."""
+    logdir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, str(TRAIN), "--actors", "1", "--time-limit", "12",
+                             "--total-steps", "100000000", "--warm-start-batches", "0", "--train-times", "1",
+                             "--eval-every", "1000000000", "--seed", "2", "--device", "cpu", "--logdir", str(logdir),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PARL_BACKEND": "torch", "PYTHONHASHSEED": "0"})
+    episodes = logdir / "episodes.csv"
+    deadline = time.monotonic() + 240
+    try:
+        # training is under way once a training episode is on disk (the header is the first line)
+        while not (episodes.is_file() and len(episodes.read_text().splitlines()) >= 2):
+            assert proc.poll() is None, f"train.py ended early:\n{proc.communicate()[1][-3000:]}"
+            assert time.monotonic() < deadline, "no training episode within 240 s"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, f"train.py failed after SIGTERM:\n{stdout[-2000:]}\n{stderr[-3000:]}"
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary == json.loads(stdout.strip().splitlines()[-1])
+    assert summary["interrupted"] is True and summary["episodes"] >= 1
+    assert summary["eval_frames_mean"] == 12 and summary["restored_matches"] is True
+    assert len((logdir / "curve.csv").read_text().splitlines()) == 2  # the evaluation at the stop

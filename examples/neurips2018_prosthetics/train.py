@@ -37,6 +37,7 @@ import concurrent.futures
 import csv
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -322,8 +323,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def _stop_like_ctrl_c(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    # a scheduler's stop (SIGTERM: kill, timeout, SLURM) ends the run as Ctrl-C does: it still evaluates, saves
+    # agent.ckpt and writes summary.json
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         import_opensim()
     except OpenSimMissingError as err:
@@ -445,8 +453,9 @@ def main(argv=None) -> None:
                     agent.save(os.path.join(logdir, "agent.ckpt"))
                 if env_steps < args.total_steps:
                     pending[actors[slot].run_episode(alg.model.get_weights(), noise_level)] = slot
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop, still evaluate and write the summary
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT / SIGTERM: stop, still evaluate and write the summary
         interrupted = True
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     bar.close()
     if last_eval_at != env_steps:  # the budget ended between evaluations
         eval_mean, eval_frames = evaluate()
