@@ -44,7 +44,9 @@ def run(lib: str, algo: str, seed: int, tmp: str) -> dict:
     else:
         cmd = [sys.executable, str(HERE / "sb3_runner.py"), algo, "--seed", str(seed), "--logdir", logdir]
     load = loadavg()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
+    # SB3 makes a logger folder even when it logs nothing (tempdir/SB3-<time>, one per run): keep it in ``tmp``
+    env = dict(os.environ, SB3_LOGDIR=os.path.join(logdir, "sb3-logger"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT), env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{lib} {algo} seed {seed} failed:\n{proc.stderr[-3000:]}")
     with open(os.path.join(logdir, "summary.json")) as f:
