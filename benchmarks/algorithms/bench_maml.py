@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -171,6 +172,20 @@ def run_l2l_subprocess(python: str, batches, test, init, folder: str) -> dict:
         return json.load(f)
 
 
+def _print_round(r: int, results: dict, updates: int) -> None:
+    """One line per implementation of round ``r``: test MSE, ms per meta-update (wall, CPU), ratios to ours."""
+    ours = results["parl (torch.func)"]
+    for name, res in results.items():
+        extra = f"  (torch {res['torch']}, Python {res['python']})" if "torch" in res else ""
+        print(
+            f"round {r}: {name:28s} test MSE {res['test_mse']:.5f}  "
+            f"{1e3 * res['wall_s'] / updates:7.1f} ms/update wall  "
+            f"{1e3 * res['cpu_s'] / updates:7.1f} ms/update CPU  "
+            f"wall x{res['wall_s'] / ours['wall_s']:.2f} CPU x{res['cpu_s'] / ours['cpu_s']:.2f} vs parl{extra}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--updates", type=int, default=2000, help="meta-updates of each implementation")
@@ -233,22 +248,16 @@ def main() -> None:
     if not args.no_reimpl:
         runners["l2l-style (reimplemented)"] = run_reimpl
     rounds = []
-    for r in range(args.rounds):
-        results = {}
-        for name in round_order(list(runners), r):
-            print(f"round {r}: {name} ...", flush=True)
-            results[name] = runners[name]()
-        rounds.append(results)
-        ours = results["parl (torch.func)"]
-        for name, res in results.items():
-            extra = f"  (torch {res['torch']}, Python {res['python']})" if "torch" in res else ""
-            print(
-                f"round {r}: {name:28s} test MSE {res['test_mse']:.5f}  "
-                f"{1e3 * res['wall_s'] / args.updates:7.1f} ms/update wall  "
-                f"{1e3 * res['cpu_s'] / args.updates:7.1f} ms/update CPU  "
-                f"wall x{res['wall_s'] / ours['wall_s']:.2f} CPU x{res['cpu_s'] / ours['cpu_s']:.2f} vs parl{extra}",
-                flush=True,
-            )
+    try:
+        for r in range(args.rounds):
+            results = {}
+            for name in round_order(list(runners), r):
+                print(f"round {r}: {name} ...", flush=True)
+                results[name] = runners[name]()
+            rounds.append(results)
+            _print_round(r, results, args.updates)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the batches handed to learn2learn's process
     out = {
         "updates": args.updates,
         "test_tasks": args.test_tasks,
