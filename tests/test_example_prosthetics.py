@@ -175,12 +175,13 @@ def test_bad_arguments_are_named(train_module, capsys):
 
 @needs_opensim
 def test_tiny_run_with_two_remote_simulators(tmp_path):
-    logdir = tmp_path / "run"
+    logdir, tmpdir = tmp_path / "run", tmp_path / "tmp"
+    tmpdir.mkdir()
     out = subprocess.run([sys.executable, str(TRAIN), "--actors", "2", "--time-limit", "12", "--total-steps", "20",
                           "--warm-start-batches", "0", "--train-times", "2", "--eval-every", "1000000",
                           "--seed", "1", "--device", "cpu", "--logdir", str(logdir), "--no-progress"],
                          capture_output=True, text=True, timeout=240, cwd=ROOT,
-                         env={**os.environ, "PARL_BACKEND": "torch", "PYTHONHASHSEED": "0"})
+                         env={**os.environ, "PARL_BACKEND": "torch", "PYTHONHASHSEED": "0", "TMPDIR": str(tmpdir)})
     assert out.returncode == 0, f"train.py failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     summary = json.loads((logdir / "summary.json").read_text())
     assert summary["actors"] == 2 and summary["seed"] == 1 and summary["device"] == "cpu"
@@ -191,6 +192,9 @@ def test_tiny_run_with_two_remote_simulators(tmp_path):
     rows = (logdir / "curve.csv").read_text().splitlines()
     assert rows[0].startswith("env_steps,wall_s,cpu_s,eval_return_mean") and len(rows) == 2
     assert list(logdir.glob("events.out.tfevents.*"))
+    # the simulators wrote the shipped model and scaler to temporary folders and removed them (jobs end with
+    # os._exit: a folder left for a finalizer would stay)
+    assert not list(tmpdir.glob("prosthetics-*"))
 
 
 @needs_opensim

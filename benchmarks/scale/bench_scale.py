@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import signal
 import statistics
 import subprocess
@@ -290,6 +291,9 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0, help="seconds of the idle-CPU measurement")
     parser.add_argument("--settle", type=float, default=2.0)
     parser.add_argument("--json-out", type=pathlib.Path, default=None)
+    parser.add_argument("--log-dir", type=pathlib.Path, default=None,
+                        help="keep the masters' logs in this folder (default: a temporary folder, removed at the end "
+                             "unless the run fails)")  # fmt: skip
     parser.add_argument("--no-real-worker", dest="real_worker", action="store_false",
                         help="leave out the real worker (2 CPUs, real job processes) and its two real actors")
     parser.add_argument("--link-grace", type=float, default=None,
@@ -303,18 +307,26 @@ def main() -> None:
     for name in ("workers",):
         if any(n < 1 for n in getattr(args, name)):
             parser.error(f"--{name} must be >= 1")
-    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="xparl-scale-"))
+    if args.log_dir is not None:
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = args.log_dir or pathlib.Path(tempfile.mkdtemp(prefix="xparl-scale-"))
     print(f"# master logs: {log_dir}; {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}", flush=True)
-    for n in args.workers:
-        result = run_size(n, args, log_dir)
-        result["date"] = time.strftime("%Y-%m-%d %H:%M")
-        result["load1"] = round(os.getloadavg()[0], 2)
-        for key, value in result.items():
-            print(f"{key:32s} {value}")
-        print(json.dumps(result), flush=True)
-        if args.json_out:
-            with open(args.json_out, "a") as fh:
-                fh.write(json.dumps(result) + "\n")
+    try:
+        for n in args.workers:
+            result = run_size(n, args, log_dir)
+            result["date"] = time.strftime("%Y-%m-%d %H:%M")
+            result["load1"] = round(os.getloadavg()[0], 2)
+            for key, value in result.items():
+                print(f"{key:32s} {value}")
+            print(json.dumps(result), flush=True)
+            if args.json_out:
+                with open(args.json_out, "a") as fh:
+                    fh.write(json.dumps(result) + "\n")
+    except BaseException:
+        print(f"# the masters' logs are kept in {log_dir}", file=sys.stderr, flush=True)
+        raise
+    if args.log_dir is None:
+        shutil.rmtree(log_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

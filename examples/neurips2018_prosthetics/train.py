@@ -206,16 +206,22 @@ class Simulator:
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         # the model file and the scaler travel as bytes (a cluster machine has no copy of this folder)
-        self.assets_dir = tempfile.mkdtemp(prefix="prosthetics-")
-        for name, data in assets.items():
-            with open(os.path.join(self.assets_dir, name), "wb") as f:
-                f.write(data)
-        self.paths = dict(model_path=os.path.join(self.assets_dir, "model.osim"),
-                          scaler_path=os.path.join(self.assets_dir, "scaler.npz"))
-        self.env = TrainingEnv(seed=seed, **kwargs, **self.paths)
+        self.assets = assets
+        self.env = self._make_env(seed=seed, **kwargs)
         self.model = EnsembleModel(ensemble_num)
         self.ident, self.ensemble_num = ident, ensemble_num
         self.rng = np.random.default_rng(seed)
+
+    def _make_env(self, **kwargs) -> TrainingEnv:
+        """A ``TrainingEnv`` on the shipped assets, written to a temporary folder for as long as the env reads them
+        (OpenSim and the scaler load them once; the job process ends with ``os._exit``, so no finalizer would
+        remove a folder kept open)."""
+        with tempfile.TemporaryDirectory(prefix="prosthetics-") as folder:
+            for name, data in self.assets.items():
+                with open(os.path.join(folder, name), "wb") as f:
+                    f.write(data)
+            return TrainingEnv(**kwargs, model_path=os.path.join(folder, "model.osim"),
+                               scaler_path=os.path.join(folder, "scaler.npz"))
 
     def run_episode(self, weights: dict, noise_level: float) -> dict:
         """Play one episode with ``weights``. Returns ``obs`` float32 ``[n + 1, 189]``, ``actions`` float32
@@ -254,8 +260,8 @@ class Simulator:
         """One episode of the rules' round 2 (random targets, 1000 steps) with the ensemble's greedy actions."""
         self.model.set_weights(weights)
         if getattr(self, "eval_env", None) is None:
-            self.eval_env = TrainingEnv(reward_type="RunFastest", stage=None, seed=seed,
-                                        time_limit=self.env.time_limit, **self.paths)
+            self.eval_env = self._make_env(reward_type="RunFastest", stage=None, seed=seed,
+                                           time_limit=self.env.time_limit)
             self.eval_alg = MultiHeadDDPG(self.model, device="cpu")
         env, alg = self.eval_env, self.eval_alg
         env.env.reset(seed=seed)  # the targets of episode `seed`
