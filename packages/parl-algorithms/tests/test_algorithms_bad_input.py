@@ -121,3 +121,25 @@ def test_wrong_shapes(M):
         sac.learn(obs, z(4, ACT_DIM + 1), z(4), obs, z(4))
     with pytest.raises(TypeError, match="numeric"):
         dqn.predict(np.array([["a"] * OBS_DIM]))
+
+
+@pytest.mark.parametrize("build, method", [
+    (lambda M: M.algs.PolicyGradient(M.PGModel(), lr=1e-3), "predict"),
+    (lambda M: M.algs.DDPG(M.DeterministicACModel(), 0.9, 0.01, 1e-3, 1e-3), "predict"),
+    (lambda M: M.algs.DDPG(M.DeterministicACModel(), 0.9, 0.01, 1e-3, 1e-3), "sample"),
+    (lambda M: M.algs.TD3(M.TwinCriticModel(), 0.9, 0.01, 1e-3, 1e-3), "predict"),
+    (lambda M: M.algs.SAC(M.SACModel(), 0.9, 0.01, 0.2, 1e-3, 1e-3), "sample"),
+])
+def test_acting_methods_name_the_rejected_obs_shape(build, method, M):
+    """predict / sample of one batch of obs of the wrong width: the error names the algorithm, the method
+    (``sample`` of DDPG / TD3 is ``predict``) and the input shape, as every other method's does."""
+    alg = build(M)
+    name = type(alg).__name__
+    with pytest.raises(ValueError, match=rf"{name}\.(predict|sample): the model rejected inputs of shapes "
+                                         rf"\[\(4, {OBS_DIM + 1}\)\]"):
+        getattr(alg, method)(z(4, OBS_DIM + 1))
+    with pytest.raises(TypeError, match="numeric"):
+        getattr(alg, method)(np.array([["a"] * OBS_DIM]))
+    out = getattr(alg, method)(z(4, OBS_DIM))
+    out = out[0] if isinstance(out, tuple) else out
+    assert tuple(out.shape)[0] == 4

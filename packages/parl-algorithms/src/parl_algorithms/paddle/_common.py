@@ -16,7 +16,12 @@ from parl_core.paddle.algorithm import optimizer_parameters
 
 __all__ = ["positive", "unit_interval", "as_float", "obs_batch", "column", "discrete_actions",
            "continuous_actions", "two_q", "flat_q", "adam", "set_lr", "readable_shape_errors",
-           "optimizer_parameters", "grad_norm", "step", "fast_adam_step", "accepts_single_obs", "host_float"]
+           "rewrite_shape_error", "optimizer_parameters", "grad_norm", "step", "fast_adam_step",
+           "accepts_single_obs", "host_float"]
+
+
+_Tensor = paddle.Tensor
+_FLOAT32 = paddle.float32
 
 
 def as_float(value: Any, name: str) -> paddle.Tensor:
@@ -25,11 +30,11 @@ def as_float(value: Any, name: str) -> paddle.Tensor:
     Raises:
         TypeError: ``value`` is not numeric.
     """
-    if isinstance(value, paddle.Tensor):
+    if isinstance(value, _Tensor):
         dtype = value.dtype  # (paddle 3 returns the float32 singleton: ``is`` is 4x cheaper than ``==``)
-        return value if dtype is paddle.float32 or dtype == paddle.float32 else value.astype("float32")
+        return value if dtype is _FLOAT32 or dtype == _FLOAT32 else value.astype("float32")
     array = np.asarray(value)
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+    if array.dtype.kind not in "biufc":  # bool / int / uint / float / complex (np.issubdtype: 10x the time)
         raise TypeError(f"{name} must be numeric, got dtype {array.dtype}; pass np.asarray(x, dtype=np.float32)")
     return paddle.to_tensor(array.astype(np.float32))
 
@@ -47,10 +52,20 @@ def host_float(value: Any) -> float:
 
 
 def obs_batch(obs: Any, algo: str) -> paddle.Tensor:
-    """float32 ``[B, *obs_shape]``; a single observation must be batched by the caller."""
+    """float32 ``[B, *obs_shape]``; a single observation must be batched by the caller.
+
+    On the acting path (``predict`` / ``sample`` of one observation) every tensor attribute read is a call
+    into paddle's C++ that costs several microseconds next to a small network's forward pass, so the shape
+    is read once (``len(obs.shape)``; on paddle 2.6 ``Tensor.ndim`` is a Python property over it).
+
+    Raises:
+        TypeError: ``obs`` is not numeric.
+        ValueError: ``obs`` has fewer than 2 dimensions.
+    """
     obs = as_float(obs, "obs")
-    if obs.ndim < 2:
-        raise ValueError(f"{algo}: obs must be a batch [B, *obs_shape], got shape {tuple(obs.shape)}; "
+    shape = obs.shape
+    if len(shape) < 2:
+        raise ValueError(f"{algo}: obs must be a batch [B, *obs_shape], got shape {tuple(shape)}; "
                          "add a batch axis with obs[None] / np.expand_dims(obs, 0)")
     return obs
 
@@ -272,22 +287,34 @@ def fast_adam_step(optimizer: paddle.optimizer.Optimizer) -> bool:
 _SHAPE_ERROR_HINTS = ("shape", "dimension", "Dims", "mismatch", "must be equal")
 
 
+def rewrite_shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
+    """Raise, from ``err``, a ``ValueError`` that names ``algo``'s ``method``, the shapes of ``args`` and the fix,
+    when ``err`` is paddle's shape error from inside the user's model; return otherwise (the caller re-raises).
+
+    The acting methods (``predict`` / ``sample``) call it from their own ``except`` clause instead of being
+    wrapped by :func:`readable_shape_errors`: a wrapper's frame and ``*args`` packing cost several
+    microseconds per call next to a small network's forward pass; a ``try`` block costs nothing until it raises.
+    """
+    message = str(err)
+    if message.startswith(type(algo).__name__) or not any(h in message for h in _SHAPE_ERROR_HINTS):
+        return
+    shapes = ", ".join(str(tuple(a.shape)) for a in args if hasattr(a, "shape"))
+    raise ValueError(f"{type(algo).__name__}.{method}: the model rejected inputs of shapes "
+                     f"[{shapes}] ({message.strip().splitlines()[-1]}); pass obs as [B, *obs_shape] with "
+                     "the observation shape the model was built for, and actions / rewards shaped as "
+                     "the method documents") from err
+
+
 def readable_shape_errors(method: Callable) -> Callable:
     """Turn paddle's shape ``ValueError`` raised inside the user's model into one that names the algorithm
-    method, the input shapes and the fix (e.g. obs of the wrong feature size)."""
+    method, the input shapes and the fix (e.g. obs of the wrong feature size); see :func:`rewrite_shape_error`."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except (ValueError, RuntimeError) as err:
-            message = str(err)
-            if message.startswith(type(self).__name__) or not any(h in message for h in _SHAPE_ERROR_HINTS):
-                raise
-            shapes = ", ".join(str(tuple(a.shape)) for a in (*args, *kwargs.values()) if hasattr(a, "shape"))
-            raise ValueError(f"{type(self).__name__}.{method.__name__}: the model rejected inputs of shapes "
-                             f"[{shapes}] ({message.strip().splitlines()[-1]}); pass obs as [B, *obs_shape] with "
-                             "the observation shape the model was built for, and actions / rewards shaped as "
-                             "the method documents") from err
+            rewrite_shape_error(self, method.__name__, err, (*args, *kwargs.values()))
+            raise
 
     return wrapper

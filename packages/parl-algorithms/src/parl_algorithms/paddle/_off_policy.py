@@ -17,7 +17,7 @@ from parl_algorithms.paddle._common import (
     obs_batch,
     optimizer_parameters,
     positive,
-    readable_shape_errors,
+    rewrite_shape_error,
     unit_interval,
 )
 from parl_core.paddle import Algorithm, Model
@@ -88,12 +88,15 @@ class OffPolicyActorCritic(Algorithm):
 class DeterministicActorCritic(OffPolicyActorCritic):
     """Base of the deterministic-policy algorithms (DDPG, TD3): ``predict`` and ``sample`` are the policy."""
 
-    @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """Deterministic action float32 ``[B, act_dim]`` in ``[-1, 1]`` for obs ``[B, *obs_shape]``."""
-        return self.model.policy(obs_batch(obs, type(self).__name__))
+        try:  # (not @readable_shape_errors: see rewrite_shape_error)
+            return self.model.policy(obs_batch(obs, type(self).__name__))
+        except (ValueError, RuntimeError) as err:
+            rewrite_shape_error(self, "predict", err, (obs,))
+            raise
 
-    @readable_shape_errors
     def sample(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Same as :meth:`predict`; exploration noise is added by the agent (as in PARL)."""
+        """Same as :meth:`predict` (its errors name ``predict``); exploration noise is added by the agent (as in
+        PARL)."""
         return self.predict(obs)

@@ -20,6 +20,7 @@ from parl_algorithms.paddle._common import (
     obs_batch,
     positive,
     readable_shape_errors,
+    rewrite_shape_error,
     step,
     unit_interval,
 )
@@ -65,14 +66,16 @@ class DQN(Algorithm):
         self.optimizer = adam(self.model.parameters(), lr=self.lr, max_grad_norm=self.max_grad_norm)
         self.last_info: dict[str, float] = {}
 
-    def _q(self, model: Model, obs: paddle.Tensor) -> paddle.Tensor:
+    def _q(self, model: Model, obs: paddle.Tensor, batch: int | None = None) -> paddle.Tensor:
+        """``model(obs)``, checked to be float32 ``[B, num_actions]`` (``batch``: B when the caller has read it;
+        each shape read is a call into paddle's C++, a few microseconds on the acting path)."""
         q = model(obs)
-        if not isinstance(q, paddle.Tensor) or q.ndim != 2 or q.shape[0] != obs.shape[0]:
+        shape = q.shape if isinstance(q, paddle.Tensor) else None
+        if shape is None or len(shape) != 2 or shape[0] != (obs.shape[0] if batch is None else batch):
             raise ValueError(f"{type(self).__name__}: model.forward(obs) must return Q values float32 "
                              f"[B, num_actions], got {getattr(q, 'shape', type(q).__name__)}")
         return q
 
-    @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """Q values of every action.
 
@@ -82,12 +85,22 @@ class DQN(Algorithm):
         Returns:
             float32 ``[B, num_actions]`` (``[num_actions]`` for one observation); the greedy action is
             ``argmax(-1)``.
+
+        Raises:
+            TypeError: ``obs`` is not numeric.
+            ValueError: ``obs`` is 0-d, or the model does not return ``[B, num_actions]``.
         """
-        obs = as_float(obs, "obs")
-        ndim = obs.ndim
-        if ndim == 1:
-            return self._q(self.model, obs.unsqueeze(0))[0]
-        return self._q(self.model, obs if ndim >= 2 else obs_batch(obs, type(self).__name__))
+        try:  # (not @readable_shape_errors: see rewrite_shape_error)
+            obs = as_float(obs, "obs")
+            shape = obs.shape
+            if len(shape) == 1:
+                return self._q(self.model, obs.unsqueeze(0), 1)[0]
+            if not shape:
+                obs_batch(obs, type(self).__name__)  # raises the message for a 0-d obs
+            return self._q(self.model, obs, shape[0])
+        except (ValueError, RuntimeError) as err:
+            rewrite_shape_error(self, "predict", err, (obs,))
+            raise
 
     @readable_shape_errors
     def sample(self, obs: paddle.Tensor, epsilon: float = 0.0) -> paddle.Tensor:

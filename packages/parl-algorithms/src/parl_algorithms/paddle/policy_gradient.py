@@ -6,7 +6,14 @@ from __future__ import annotations
 import paddle
 
 from parl_algorithms._validation import check_model_method
-from parl_algorithms.paddle._common import adam, as_float, positive, readable_shape_errors, step
+from parl_algorithms.paddle._common import (
+    adam,
+    as_float,
+    positive,
+    readable_shape_errors,
+    rewrite_shape_error,
+    step,
+)
 from parl_core.paddle import Algorithm, Model
 
 __all__ = ["PolicyGradient"]
@@ -36,15 +43,18 @@ class PolicyGradient(Algorithm):
 
     def _probs(self, obs: paddle.Tensor) -> paddle.Tensor:
         probs = self.model(obs)
-        if not isinstance(probs, paddle.Tensor) or probs.ndim not in (1, 2):
+        if not isinstance(probs, paddle.Tensor) or len(probs.shape) not in (1, 2):  # (paddle 2.6: ndim is Python)
             raise ValueError("PolicyGradient: model.forward(obs) must return action probabilities float32 "
                              "[B, act_dim] (end the network with softmax)")
         return probs
 
-    @readable_shape_errors
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """Action probabilities float32 ``[B, act_dim]`` of obs ``[B, obs_dim]`` (or ``[obs_dim]``)."""
-        return self._probs(as_float(obs, "obs"))
+        try:  # (not @readable_shape_errors: see rewrite_shape_error)
+            return self._probs(as_float(obs, "obs"))
+        except (ValueError, RuntimeError) as err:
+            rewrite_shape_error(self, "predict", err, (obs,))
+            raise
 
     @readable_shape_errors
     def sample(self, obs: paddle.Tensor) -> paddle.Tensor:

@@ -16,6 +16,7 @@ from parl_algorithms.paddle._common import (
     obs_batch,
     positive,
     readable_shape_errors,
+    rewrite_shape_error,
     step,
     two_q,
 )
@@ -93,10 +94,13 @@ class SAC(OffPolicyActorCritic):
         pre_tanh = mean + log_std.exp() * paddle.randn(mean.shape, dtype=mean.dtype)
         return paddle.tanh(pre_tanh), functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
 
-    @readable_shape_errors
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """Reparameterised sample: ``(action [B, act_dim] in [-1, 1], log_prob [B, 1])`` for obs ``[B, ...]``."""
-        action, log_prob = self._sample(obs_batch(obs, type(self).__name__))
+        try:  # (not @readable_shape_errors: see rewrite_shape_error)
+            action, log_prob = self._sample(obs_batch(obs, type(self).__name__))
+        except (ValueError, RuntimeError) as err:
+            rewrite_shape_error(self, "sample", err, (obs,))
+            raise
         return action, log_prob.unsqueeze(1)
 
     def _critic_loss(self, obs, action, reward, next_obs, terminal):

@@ -22,7 +22,7 @@ def _to_tensor(value: Any, name: str) -> Any:
         array = np.asarray(value)
         if array.dtype == np.float64:
             array = array.astype(np.float32)
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        if array.dtype.kind not in "biufc":  # bool / int / uint / float / complex (np.issubdtype: 10x the time)
             raise TypeError(f"{name} must be a numeric numpy array, got dtype {array.dtype}; "
                             "convert it with np.asarray(x, dtype=np.float32)")
         return paddle.to_tensor(array)
@@ -32,7 +32,7 @@ def _to_tensor(value: Any, name: str) -> Any:
 def _to_numpy(value: Any) -> Any:
     """tensor -> numpy (0-d tensors -> Python numbers); containers are converted element-wise."""
     if isinstance(value, paddle.Tensor):
-        array = value.detach().numpy()
+        array = value.numpy()  # (a copy; paddle's numpy() needs no detach(), which is one more op per call)
         return array.item() if array.ndim == 0 else array
     if isinstance(value, tuple):  # a named tuple (IMPALA's VTraceLoss) becomes a plain one, as on torch
         return tuple(_to_numpy(v) for v in value)
