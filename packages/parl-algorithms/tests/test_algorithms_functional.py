@@ -109,6 +109,9 @@ def test_sac_fused_tanh_gaussian_sample_matches_autograd(state_independent_std):
     with torch.no_grad():
         action, log_prob = _TanhGaussianSample.apply(mean, log_std.expand(shape), noise, 1e-6)
     assert torch.equal(action, ref[2]) and log_prob.grad_fn is None
+    # SAC's path without a graph (acting, the target) calls the forward's values directly
+    values = _TanhGaussianSample.values(mean.detach(), log_std.detach().expand(shape), noise, 1e-6)
+    assert torch.equal(values[0], ref[2]) and torch.equal(values[1], ref[3])
 
 
 def test_cql_penalty():
