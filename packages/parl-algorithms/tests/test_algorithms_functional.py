@@ -74,6 +74,46 @@ def test_tanh_gaussian_log_prob():
     assert out.shape == (1,)
 
 
+def _tanh_gaussian_reference(mean, log_std, noise):
+    pre_tanh = mean + log_std.exp() * noise
+    return torch.tanh(pre_tanh), Fn.tanh_gaussian_log_prob(pre_tanh, mean, log_std)
+
+
+@pytest.mark.parametrize("state_independent_std", [False, True])
+def test_sac_fused_tanh_gaussian_sample_matches_autograd(state_independent_std):
+    # torch SAC samples through one autograd node: the same forward values to the bit as the plain formula
+    # (so the same actions and log-probs), and the same gradients up to float rounding
+    from parl_algorithms.torch.sac import _TanhGaussianSample
+
+    gen = torch.Generator().manual_seed(0)
+    shape = (256, 3)
+    mean = (2.0 * torch.randn(shape, generator=gen)).requires_grad_()
+    log_std = torch.randn(shape[1:] if state_independent_std else shape, generator=gen).clamp(-5, 2).requires_grad_()
+    noise, weight = torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
+    grads = []
+    for fn in (_tanh_gaussian_reference, lambda m, s, n: _TanhGaussianSample.apply(m, s, n, 1e-6)):
+        action, log_prob = fn(mean, log_std.expand(shape), noise)
+        grads.append(torch.autograd.grad((action * weight).sum() + 1.3 * log_prob.sum(), (mean, log_std)))
+        grads[-1] += (action.detach(), log_prob.detach())
+    ref, fused = grads
+    assert torch.equal(fused[2], ref[2]) and torch.equal(fused[3], ref[3])  # action, log_prob: bit-identical
+    assert fused[3].shape == (256,)
+    torch.testing.assert_close(fused[0], ref[0], rtol=1e-4, atol=1e-3)  # d/d mean
+    torch.testing.assert_close(fused[1], ref[1], rtol=1e-4, atol=2e-3)  # d/d log_std
+    # float64: the analytic backward is the exact gradient
+    m64, s64 = torch.randn(5, 2, dtype=torch.float64, requires_grad=True), torch.randn(5, 2, dtype=torch.float64,
+                                                                                          requires_grad=True)
+    n64 = torch.randn(5, 2, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda m, s: _TanhGaussianSample.apply(m, s, n64, 1e-6), (m64, s64))
+    # no graph and nothing saved under no_grad (the target path)
+    with torch.no_grad():
+        action, log_prob = _TanhGaussianSample.apply(mean, log_std.expand(shape), noise, 1e-6)
+    assert torch.equal(action, ref[2]) and log_prob.grad_fn is None
+    # SAC's path without a graph (acting, the target) calls the forward's values directly
+    values = _TanhGaussianSample.values(mean.detach(), log_std.detach().expand(shape), noise, 1e-6)
+    assert torch.equal(values[0], ref[2]) and torch.equal(values[1], ref[3])
+
+
 def test_cql_penalty():
     q_data = t(1.0)
     q_sampled = torch.tensor([[0.0, math.log(3.0)]])  # logsumexp = log(1 + 3) = log 4
