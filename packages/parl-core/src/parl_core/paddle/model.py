@@ -8,6 +8,8 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
+from parl_core.paddle._mkl import use_mkl_avx2_on_amd
+
 __all__ = ["Model"]
 
 
@@ -75,11 +77,14 @@ class Model(paddle.nn.Layer):
     ``copy.deepcopy(model)``. Same API as the torch backend's ``parl_core.torch.Model``.
 
     Building the first model of a process calls ``paddle.disable_signal_handler()`` (see
-    :func:`_disable_paddle_signal_handler`).
+    :func:`_disable_paddle_signal_handler`) and, on an AMD CPU with AVX2 where ``MKL_DEBUG_CPU_TYPE`` is unset,
+    sets it to 5 so that paddle's MKL runs its AVX2 GEMM kernels, about 4x faster than the generic ones it
+    picks for a non-Intel CPU (see :func:`parl_core.paddle._mkl.use_mkl_avx2_on_amd`).
     """
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         _disable_paddle_signal_handler()
+        use_mkl_avx2_on_amd()
         super().__init__(*args, **kwargs)
 
     def get_weights(self) -> dict[str, np.ndarray]:
