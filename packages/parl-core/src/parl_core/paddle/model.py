@@ -116,7 +116,8 @@ class Model(paddle.nn.Layer):
     def sync_weights_to(self, target_model: Model, decay: float = 0.0) -> None:
         """Soft-update ``target_model`` toward this model.
 
-        ``target = decay * target + (1 - decay) * source`` for every parameter (Polyak averaging;
+        ``target = decay * target + (1 - decay) * source`` for every parameter (Polyak averaging, computed as
+        ``target + (1 - decay) * (source - target)`` with one in-place ``lerp_``, as torch's backend does;
         ``decay = 1 - tau`` in DDPG's notation), and buffers and non-trainable parameters (BatchNorm's
         running statistics) are copied, as in the torch backend.
 
@@ -149,11 +150,22 @@ class Model(paddle.nn.Layer):
                 raise ValueError(f"sync_weights_to: shape of {name} differs: "
                                  f"{tuple(src.shape)} vs target {tuple(dst_params[name].shape)}")
         # in dygraph mode ``paddle.assign(x, output=y)`` is ``_C_ops.assign_out_(x, y)`` after ~30 us of
-        # Python checks per tensor (paddle 2.6 and 3.x); the kernel is called directly here
-        copy = _C_ops.assign_out_ if paddle.in_dynamic_mode() else _assign
+        # Python checks per tensor (paddle 2.6 and 3.x); the kernel is called directly here. The average is one
+        # in-place ``lerp_`` per parameter, ``dst + (1 - decay) * (src - dst)`` as torch's ``lerp_`` in the torch
+        # backend (one kernel instead of three and a copy: a soft update of three 64x64 MLPs 335-353 -> 196-211 us)
+        dynamic = paddle.in_dynamic_mode()
+        copy = _C_ops.assign_out_ if dynamic else _assign
+        weights: dict = {}  # 1 - decay as a 0-d tensor of each parameter dtype
         with paddle.no_grad():
             for name, src in src_params.items():
                 dst = dst_params[name]
-                copy(src if decay == 0.0 else decay * dst + (1.0 - decay) * src, dst)
+                if decay == 0.0:
+                    copy(src, dst)
+                elif dynamic:
+                    if dst.dtype not in weights:
+                        weights[dst.dtype] = _C_ops.full([], 1.0 - decay, dst.dtype, dst.place)
+                    _C_ops.lerp_(dst, src, weights[dst.dtype])
+                else:
+                    copy(decay * dst + (1.0 - decay) * src, dst)
             for name, src in src_buffers.items():
                 copy(src, dst_buffers[name])
