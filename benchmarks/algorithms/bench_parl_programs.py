@@ -39,7 +39,7 @@ Usage (``chrt -f 5`` for timing runs on a shared machine; each child stays under
         --programs quickstart dqn ddpg --seeds 0 1 2
     chrt -f 5 python benchmarks/algorithms/bench_parl_programs.py --acting \\
         --parl-python /work/scratch/parl221/bin/python
-    python benchmarks/algorithms/bench_parl_programs.py --dry-run   # prints the child commands, runs nothing
+    python benchmarks/algorithms/bench_parl_programs.py --dry-run --parl-python /work/scratch/parl221/bin/python
 """
 
 from __future__ import annotations
