@@ -327,3 +327,117 @@ def test_a_model_of_the_other_framework_is_a_type_error_naming_the_fix(backend):
     QNet, _ = make_classes(other)
     with pytest.raises(TypeError, match=f"got the {other.name} model QNet.*parl_core.{backend.name}.Model"):
         backend.core.Algorithm(QNet())
+
+
+def make_user_agent(B):
+    """A PARL 2.x user's agent: its own predict / sample / learn, converting with the framework itself."""
+    seen = []
+
+    class UserAgent(B.core.Agent):
+        def predict(self, obs, scale=1.0):
+            """Greedy action (the user's docstring)."""
+            seen.append(("predict", B.grad_enabled()))
+            return self.sample(obs) * scale  # a wrapped method called from a wrapped method
+
+        def sample(self, obs):
+            seen.append(("sample", B.grad_enabled()))
+            return B.numpy(self.alg.sample(B.to_tensor(np.asarray(obs, np.float32))))
+
+        def learn(self, obs, action, target):
+            seen.append(("learn before predict", B.grad_enabled()))
+            self.predict(obs)
+            seen.append(("learn after predict", B.grad_enabled()))
+            return super().learn(obs, action, target)
+
+        def helper(self):
+            seen.append(("helper", B.grad_enabled()))
+
+    return UserAgent, seen
+
+
+def test_a_subclass_predict_and_sample_run_without_grad_and_learn_keeps_it(backend):
+    UserAgent, seen = make_user_agent(backend)
+    _, ToyDQN = make_classes(backend)
+    agent = UserAgent(ToyDQN(make_classes(backend)[0]()))
+    obs = np.zeros((2, 4), np.float32)
+    assert backend.grad_enabled()
+    agent.predict(obs)
+    agent.sample(obs)
+    agent.helper()
+    assert backend.grad_enabled()  # restored after each call
+    assert seen == [("predict", False), ("sample", False), ("sample", False), ("helper", True)]
+    seen.clear()
+    loss = agent.learn(*batch(0))
+    assert np.isfinite(loss) and backend.grad_enabled()
+    assert seen == [("learn before predict", True), ("predict", False), ("sample", False),
+                    ("learn after predict", True)]
+    with backend.no_grad():  # a caller's no-grad region stays one after the wrapped method returns
+        agent.helper()
+        agent.sample(obs)
+        agent.helper()
+    assert seen[-3:] == [("helper", False), ("sample", False), ("helper", False)]
+
+
+def test_grad_mode_is_restored_when_a_wrapped_method_raises(backend):
+    class Failing(backend.core.Agent):
+        def predict(self, obs):
+            raise RuntimeError("boom")
+
+    _, ToyDQN = make_classes(backend)
+    agent = Failing(ToyDQN(make_classes(backend)[0]()))
+    with pytest.raises(RuntimeError, match="boom"):
+        agent.predict(np.zeros((1, 4), np.float32))
+    assert backend.grad_enabled()
+
+
+def test_wrapped_methods_keep_name_docstring_and_signature(backend):
+    import inspect
+
+    UserAgent, _ = make_user_agent(backend)
+    assert UserAgent.predict.__name__ == "predict"
+    assert UserAgent.predict.__doc__ == "Greedy action (the user's docstring)."
+    assert UserAgent.predict.__qualname__.endswith("UserAgent.predict")
+    assert list(inspect.signature(UserAgent.predict).parameters) == ["self", "obs", "scale"]
+    assert inspect.signature(UserAgent.predict).parameters["scale"].default == 1.0
+    assert UserAgent.predict.__wrapped__.__name__ == "predict"
+    assert not hasattr(UserAgent.learn, "__wrapped__") and not hasattr(UserAgent.helper, "__wrapped__")
+
+
+def test_no_grad_methods_opt_out_and_subclasses_of_subclasses(backend):
+    UserAgent, seen = make_user_agent(backend)
+    QNet, ToyDQN = make_classes(backend)
+    obs = np.zeros((1, 4), np.float32)
+
+    class KeepsGrad(UserAgent):  # opts out: the inherited wrapped methods run their originals
+        no_grad_methods = ()
+
+    class OwnSample(UserAgent):  # a subclass of a subclass defining its own sample: wrapped too
+        def sample(self, obs):
+            seen.append(("own sample", backend.grad_enabled()))
+            return super().sample(obs)
+
+    class OnlySample(UserAgent):
+        no_grad_methods = ("sample",)
+
+    class BackAgain(KeepsGrad):  # the default again, on methods inherited from an opted-out class
+        no_grad_methods = ("predict", "sample")
+
+    KeepsGrad(ToyDQN(QNet())).predict(obs)
+    assert seen == [("predict", True), ("sample", True)]
+    seen.clear()
+    OwnSample(ToyDQN(QNet())).sample(obs)
+    assert seen == [("own sample", False), ("sample", False)]
+    seen.clear()
+    OnlySample(ToyDQN(QNet())).predict(obs)
+    assert seen == [("predict", True), ("sample", False)]
+    seen.clear()
+    BackAgain(ToyDQN(QNet())).predict(obs)
+    assert seen == [("predict", False), ("sample", False)]
+    assert backend.grad_enabled()
+    assert UserAgent.predict is not KeepsGrad.predict and KeepsGrad.predict is UserAgent.predict.__wrapped__
+
+
+def test_no_grad_methods_must_be_a_tuple_of_names(backend):
+    with pytest.raises(TypeError, match=r"no_grad_methods must be a tuple of method names"):
+        class Bad(backend.core.Agent):  # noqa: F841 - the class statement raises
+            no_grad_methods = "predict"

@@ -8,11 +8,13 @@ module imports no deep-learning framework.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,11 +46,75 @@ def _is_full(checkpoint: Any) -> bool:
     return isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
 
 
+def _without_grad(function: Callable[..., Any], no_grad: Callable[[], Any]) -> Callable[..., Any]:
+    """``function`` run under ``no_grad()``; name, docstring and signature are ``function``'s (``__wrapped__``)."""
+
+    @functools.wraps(function)
+    def without_grad(*args: Any, **kwargs: Any) -> Any:
+        with no_grad():
+            return function(*args, **kwargs)
+
+    without_grad.__parl_no_grad__ = True  # type: ignore[attr-defined]
+    return without_grad
+
+
+def _wrappable(value: Any) -> bool:
+    """A plain function (not a generator / coroutine, whose body would run after the ``with`` had ended)."""
+    return (inspect.isfunction(value) and not inspect.isgeneratorfunction(value)
+            and not inspect.iscoroutinefunction(value) and not inspect.isasyncgenfunction(value))
+
+
 class AgentBase:
-    """Framework-neutral half of ``Agent``: ``learn`` / ``predict`` / ``sample``, weights, train / eval."""
+    """Framework-neutral half of ``Agent``: ``learn`` / ``predict`` / ``sample``, weights, train / eval.
+
+    Acting without autograd: the methods named in :attr:`no_grad_methods` (``predict`` and ``sample``) that an
+    ``Agent`` subclass defines itself run without gradients (``torch.no_grad()`` / ``paddle.no_grad()``), as
+    the default ``predict`` / ``sample`` do: a PARL agent's ``predict(obs)`` calls
+    ``self.alg.predict(to_tensor(obs))`` and returns numpy, so autograd's bookkeeping there is pure cost
+    (about a quarter of a small network's forward pass). The wrapper keeps the method's name, docstring and
+    signature (``functools.wraps``; the original is ``__wrapped__``) and restores the caller's grad mode when
+    the method returns or raises, so a ``predict`` called inside ``learn`` leaves ``learn`` differentiating.
+    ``learn`` and every other method are untouched. Generator and ``async`` methods, ``staticmethod`` and
+    ``classmethod`` objects are left as they are.
+    """
+
+    no_grad_methods: ClassVar[tuple[str, ...]] = ("predict", "sample")
+    """Methods that run without autograd when an ``Agent`` subclass defines them (see the class docstring).
+
+    A subclass sets its own tuple to change that for itself and its subclasses: ``no_grad_methods = ()``
+    keeps autograd in its ``predict`` / ``sample`` (e.g. a ``sample`` whose result is differentiated), and
+    a subclass that inherits a wrapped method but leaves its name out of the tuple gets the unwrapped
+    original. This differs from PARL 2.x, whose ``Agent`` runs user methods with autograd on.
+    """
+
+    # the backend's "no gradients" context manager (torch.no_grad / paddle.no_grad); None: nothing is wrapped
+    _no_grad: ClassVar[Callable[[], Any] | None] = None
 
     alg: Any
     training: bool
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = cls.no_grad_methods
+        if isinstance(names, str) or not isinstance(names, (tuple, list, frozenset, set)) or not all(
+                isinstance(name, str) for name in names):
+            raise TypeError(f"{cls.__name__}.no_grad_methods must be a tuple of method names, e.g. "
+                            f"('predict', 'sample'), or () to keep autograd; got {names!r}")
+        no_grad = cls._no_grad
+        if no_grad is None:
+            return
+        inherited = {name for klass in cls.__mro__[1:] for name, value in vars(klass).items()
+                     if getattr(value, "__parl_no_grad__", False)}
+        for name in set(names) | inherited:
+            owner = next((klass for klass in cls.__mro__ if name in vars(klass)), None)
+            if owner is None or owner is AgentBase or "_no_grad" in vars(owner):
+                continue  # not defined, or the backend Agent's own method (already without gradients)
+            value = vars(owner)[name]
+            wrapped = getattr(value, "__parl_no_grad__", False)
+            if name in names and not wrapped and _wrappable(value):
+                setattr(cls, name, _without_grad(value, no_grad))
+            elif name not in names and wrapped:
+                setattr(cls, name, value.__wrapped__)  # this class opted out: the inherited original runs
 
     def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
         """Run ``self.alg.<method>`` on tensors made from ``args`` / ``kwargs``; return numpy (per backend)."""

@@ -50,6 +50,10 @@ class Agent(AgentBase):
     (float64 becomes float32), call the algorithm's method (``predict`` / ``sample`` under
     ``paddle.no_grad()``), and convert tensors in the result back to numpy (0-d tensors to numbers).
 
+    A subclass's own ``predict`` / ``sample`` (PARL's ``class CartpoleAgent(parl.Agent)``) also run under
+    ``paddle.no_grad()``; set ``no_grad_methods = ()`` in the subclass to keep autograd there (see
+    :class:`~parl_core._agent_base.AgentBase`). ``learn`` always runs with the caller's grad mode.
+
     Args:
         algorithm: the algorithm to drive, a ``parl_core.paddle.Algorithm``.
 
@@ -57,6 +61,8 @@ class Agent(AgentBase):
         TypeError: ``algorithm`` is not a paddle ``parl.Algorithm``, or its ``model`` is not a paddle
             ``parl.Model``.
     """
+
+    _no_grad = staticmethod(paddle.no_grad)
 
     def __init__(self, algorithm: Algorithm) -> None:
         if not isinstance(algorithm, Algorithm):

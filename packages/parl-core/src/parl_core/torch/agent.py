@@ -55,12 +55,18 @@ class Agent(AgentBase):
     (float64 becomes float32), call the algorithm's method, and convert tensors in the result back to
     numpy (0-d tensors to Python numbers).
 
+    ``predict`` / ``sample`` run under ``torch.no_grad()``, the defaults and a subclass's own alike (PARL's
+    ``class CartpoleAgent(parl.Agent)``); set ``no_grad_methods = ()`` in the subclass to keep autograd there
+    (see :class:`~parl_core._agent_base.AgentBase`). ``learn`` runs with gradients.
+
     Args:
         algorithm: the algorithm to drive.
 
     Raises:
         TypeError: ``algorithm`` is not a ``parl.Algorithm``, or its ``model`` is not a ``parl.Model``.
     """
+
+    _no_grad = staticmethod(torch.no_grad)
 
     def __init__(self, algorithm: Algorithm) -> None:
         if not isinstance(algorithm, Algorithm):
