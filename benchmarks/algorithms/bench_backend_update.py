@@ -4,13 +4,19 @@ The networks are the examples' own (``examples/dqn``, ``examples/sac``, built fo
 batches random but fixed; each pass runs ``--updates`` learn calls after 20 warm-up calls, and the minimum
 over ``--passes`` passes is reported (the minimum is the least disturbed by other jobs on a shared machine).
 With ``both`` as the backend, torch and paddle workers (one process each) alternate for ``--rounds`` rounds and
-the ratio paddle / torch of the two minima is printed.
+the ratio paddle / torch of the two minima is printed. With ``both --same-process`` the two algorithms live in
+one process and alternate blocks of ``--updates`` calls (the order swapped every round, ``--rounds`` rounds):
+on a VM whose speed drifts by 2x within minutes (benchmarks/README.md), only such interleaved blocks compare
+the two; the median of the per-round ratios is printed. Torch is built and warmed up first, so that paddle's
+``MKL_DEBUG_CPU_TYPE`` (set by its first ``parl.Model`` on an AMD CPU) reaches paddle's MKL only, as in a
+process of each.
 
 Usage::
 
     python benchmarks/algorithms/bench_backend_update.py dqn torch
     python benchmarks/algorithms/bench_backend_update.py sac paddle --profile
     OMP_NUM_THREADS=1 python benchmarks/algorithms/bench_backend_update.py dqn both --rounds 3
+    OMP_NUM_THREADS=1 python benchmarks/algorithms/bench_backend_update.py sac both --same-process --rounds 30
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -70,9 +77,11 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=100, help="learn() calls per pass")
     parser.add_argument("--passes", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 35 (cumulative) of one pass")
+    parser.add_argument("--same-process", action="store_true",
+                        help="with 'both': one process, blocks of --updates calls alternating for --rounds rounds")
     args = parser.parse_args()
     if args.backend == "both":
-        compare(args)
+        (compare_same_process if args.same_process else compare)(args)
         return
     if args.backend == "torch":
         import torch
@@ -111,6 +120,40 @@ def compare(args: argparse.Namespace) -> None:
             best[backend] = min(best.get(backend, float("inf")), ms)
     print(f"{args.algo}: torch {best['torch']:.3f} ms, paddle {best['paddle']:.3f} ms per update (min of "
           f"{args.rounds} rounds): paddle / torch {best['paddle'] / best['torch']:.2f}x")
+
+
+def compare_same_process(args: argparse.Namespace) -> None:
+    """Torch and paddle in this process, alternating blocks of ``--updates`` learn() calls; print the minimum and
+    median ms per update of each and the median of the per-round ratios paddle / torch."""
+    import torch
+
+    torch.set_num_threads(1)
+    algs = {}
+    for backend in ("torch", "paddle"):  # torch first: see the module docstring
+        ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
+        ops.seed(0)
+        # the examples select their backend with parl.set_backend, once per process: here `parl` gives each build
+        # that backend's Model and algorithms instead
+        with mock.patch.object(parl, "set_backend", lambda name: None), \
+                mock.patch.object(parl, "Model", importlib.import_module(f"parl_core.{backend}").Model), \
+                mock.patch.object(parl, "algorithms", importlib.import_module(f"parl_algorithms.{backend}")):
+            alg, make_batch = build(args.algo, backend, np.random.default_rng(0))
+        batches = [[ops.tensor(a) for a in make_batch()] for _ in range(args.updates)]
+        for batch in batches[:20]:
+            alg.learn(*batch)
+        algs[backend] = (alg, batches)
+    ms: dict[str, list[float]] = {"torch": [], "paddle": []}
+    for r in range(args.rounds):
+        for backend in (("torch", "paddle") if r % 2 == 0 else ("paddle", "torch")):
+            alg, batches = algs[backend]
+            start = time.perf_counter()
+            for batch in batches:
+                alg.learn(*batch)
+            ms[backend].append((time.perf_counter() - start) / len(batches) * 1e3)
+    t, p = np.array(ms["torch"]), np.array(ms["paddle"])
+    print(f"{args.algo}, one process, {args.rounds} rounds of {args.updates} updates each: torch min {t.min():.3f} / "
+          f"median {np.median(t):.3f} ms, paddle min {p.min():.3f} / median {np.median(p):.3f} ms per update; "
+          f"paddle / torch: {np.median(p / t):.2f}x (median of the rounds' ratios), {p.min() / t.min():.2f}x (minima)")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import paddle
+from paddle import _C_ops
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle._common import (
@@ -21,6 +22,7 @@ from parl_algorithms.paddle._common import (
     unit_interval,
 )
 from parl_core.paddle import Algorithm, Model
+from parl_core.paddle.model import split_statistics
 
 
 class OffPolicyActorCritic(Algorithm):
@@ -75,10 +77,46 @@ class OffPolicyActorCritic(Algorithm):
     def sync_target(self, decay: float | None = None) -> None:
         """Soft-update the target network: ``target = decay * target + (1 - decay) * model``.
 
+        Same result as ``model.sync_weights_to(target_model, decay)``; the per-step path (dygraph mode) runs one
+        in-place ``lerp_`` per parameter over cached parameter lists, as the torch backend does, without walking
+        the two models' layers on every call (the models must keep their parameters, as with torch).
+
         Args:
             decay: defaults to ``1 - tau``.
         """
-        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else float(decay))
+        decay = 1.0 - self.tau if decay is None else float(decay)
+        pairs = self._sync_pairs() if 0.0 < decay <= 1.0 and paddle.in_dynamic_mode() else None
+        if pairs is None:
+            self.model.sync_weights_to(self.target_model, decay=decay)
+            return
+        lerp_dst, lerp_src, copy_dst, copy_src = pairs
+        weights: dict = {}  # 1 - decay as a 0-d tensor of each parameter dtype
+        with paddle.no_grad():
+            for dst, src in zip(lerp_dst, lerp_src, strict=True):
+                weight = weights.get(dst.dtype)
+                if weight is None:
+                    weight = weights[dst.dtype] = _C_ops.full([], 1.0 - decay, dst.dtype, dst.place)
+                _C_ops.lerp_(dst, src, weight)
+            for dst, src in zip(copy_dst, copy_src, strict=True):
+                _C_ops.assign_out_(src, dst)
+
+    def _sync_pairs(self) -> tuple[list, list, list, list] | None:
+        """Cached ``(target params, source params, target statistics, source statistics)`` (statistics: buffers
+        and BatchNorm's running mean / variance, copied rather than averaged); ``None`` when the two models'
+        names, shapes or dtypes differ (``sync_weights_to`` then says how)."""
+        key = (id(self.model), id(self.target_model))
+        cached = getattr(self, "_sync_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        src, src_stats = split_statistics(self.model)
+        dst_all = dict(self.target_model.named_parameters()) | dict(self.target_model.named_buffers())
+        pairs = None
+        if dst_all.keys() == src.keys() | src_stats.keys() and all(
+                dst_all[k].shape == v.shape and dst_all[k].dtype == v.dtype for k, v in (src | src_stats).items()):
+            pairs = ([dst_all[k] for k in src], list(src.values()), [dst_all[k] for k in src_stats],
+                     list(src_stats.values()))
+        self._sync_cache = (key, pairs)
+        return pairs
 
     def get_info(self) -> dict[str, Any]:
         """Diagnostics of the last ``learn`` call (see ``last_info``)."""

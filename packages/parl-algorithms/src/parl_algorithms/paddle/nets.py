@@ -36,8 +36,14 @@ class MLP(nn.Layer):
 
     Same parameters (``layers.<i>.weight`` float32 ``[in, out]`` / ``.bias`` ``[out]``) and default
     initialisation (paddle's: Xavier-uniform weights, zero biases) as the equivalent ``nn.Sequential`` of
-    ``nn.Linear`` layers; ``forward`` calls ``F.linear`` directly (on a CPU-only paddle in dygraph mode the
-    kernel ``F.linear`` itself dispatches to, ``_C_ops.linear``, without its per-call flag read).
+    ``nn.Linear`` layers; ``forward`` calls ``F.linear`` directly. On a CPU-only paddle in dygraph mode a 2-D
+    input goes through ``_C_ops.addmm(bias, x, weight)`` instead: paddle's CPU ``linear`` kernel adds the bias
+    as a separate broadcast add, slower than the GEMM itself on small layers, while ``addmm`` lets the GEMM add
+    it; same values as ``F.linear`` to the bit for a batch above 1 (a batch of 1 differs in the last bits,
+    where ``linear`` uses another kernel), same gradients; 15-25 % less time per layer forward and backward
+    (benchmarks/README.md, P2 fourth pass). A frozen layer (bias without gradient while its input or weight
+    needs one: paddle's ``addmm`` backward crashes there) and other inputs call ``_C_ops.linear`` (without
+    ``F.linear``'s per-call flag read in paddle 3).
 
     Args:
         sizes: ``[in_features, hidden..., out_features]``, at least two positive ints.
@@ -57,7 +63,23 @@ class MLP(nn.Layer):
         """x: float32 ``[B, in_features]`` -> float32 ``[B, out_features]``."""
         layers = self.layers
         last = len(layers) - 1
-        linear = _C_ops.linear if _cpu_only_build() and in_dynamic_mode() else F.linear
+        if _cpu_only_build() and in_dynamic_mode():
+            if x.ndim == 2:
+                for i, layer in enumerate(layers):
+                    weight, bias = layer.weight, layer.bias
+                    if bias.stop_gradient and not (x.stop_gradient and weight.stop_gradient):
+                        # paddle's addmm backward (2.6 and 3.x) crashes the process when its input (the bias)
+                        # takes no gradient and x or the weight does: a frozen layer (SAC's actor loss through
+                        # the critic) goes through linear
+                        x = _C_ops.linear(x, weight, bias)
+                    else:
+                        x = _C_ops.addmm(bias, x, weight, 1.0, 1.0)
+                    if i < last:
+                        x = self.act(x)
+                return x
+            linear = _C_ops.linear
+        else:
+            linear = F.linear
         for i, layer in enumerate(layers):
             x = linear(x, layer.weight, layer.bias)
             if i < last:

@@ -40,7 +40,7 @@ def _assign(value: paddle.Tensor, output: paddle.Tensor) -> None:
     paddle.assign(value, output=output)
 
 
-def _split_statistics(model: paddle.nn.Layer) -> tuple[dict, dict]:
+def split_statistics(model: paddle.nn.Layer) -> tuple[dict, dict]:
     """``(parameters, statistics)`` by name. Paddle keeps BatchNorm's running mean / variance as
     parameters without gradient named ``_mean`` / ``_variance``; those are copied like torch's buffers
     instead of averaged (a target network's frozen weights are still averaged)."""
@@ -138,7 +138,7 @@ class Model(paddle.nn.Layer):
         decay = float(decay)
         if not 0.0 <= decay <= 1.0:
             raise ValueError(f"sync_weights_to: decay must be in [0, 1], got {decay}")
-        src_params, src_buffers = _split_statistics(self)
+        src_params, src_buffers = split_statistics(self)
         dst_all = dict(target_model.named_parameters()) | dict(target_model.named_buffers())
         dst_params = {k: v for k, v in dst_all.items() if k not in src_buffers}
         dst_buffers = {k: v for k, v in dst_all.items() if k in src_buffers}
