@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import paddle
-from paddle import _C_ops
 
 from parl_algorithms._validation import check_model_method
 from parl_algorithms.paddle._common import (
@@ -22,7 +21,7 @@ from parl_algorithms.paddle._common import (
     unit_interval,
 )
 from parl_core.paddle import Algorithm, Model
-from parl_core.paddle.model import split_statistics
+from parl_core.paddle.model import soft_update_, split_statistics
 
 
 class OffPolicyActorCritic(Algorithm):
@@ -89,16 +88,7 @@ class OffPolicyActorCritic(Algorithm):
         if pairs is None:
             self.model.sync_weights_to(self.target_model, decay=decay)
             return
-        lerp_dst, lerp_src, copy_dst, copy_src = pairs
-        weights: dict = {}  # 1 - decay as a 0-d tensor of each parameter dtype
-        with paddle.no_grad():
-            for dst, src in zip(lerp_dst, lerp_src, strict=True):
-                weight = weights.get(dst.dtype)
-                if weight is None:
-                    weight = weights[dst.dtype] = _C_ops.full([], 1.0 - decay, dst.dtype, dst.place)
-                _C_ops.lerp_(dst, src, weight)
-            for dst, src in zip(copy_dst, copy_src, strict=True):
-                _C_ops.assign_out_(src, dst)
+        soft_update_(*pairs, decay)
 
     def _sync_pairs(self) -> tuple[list, list, list, list] | None:
         """Cached ``(target params, source params, target statistics, source statistics)`` (statistics: buffers

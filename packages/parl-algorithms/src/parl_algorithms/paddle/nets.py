@@ -63,25 +63,17 @@ class MLP(nn.Layer):
         """x: float32 ``[B, in_features]`` -> float32 ``[B, out_features]``."""
         layers = self.layers
         last = len(layers) - 1
-        if _cpu_only_build() and in_dynamic_mode():
-            if x.ndim == 2:
-                for i, layer in enumerate(layers):
-                    weight, bias = layer.weight, layer.bias
-                    if bias.stop_gradient and not (x.stop_gradient and weight.stop_gradient):
-                        # paddle's addmm backward (2.6 and 3.x) crashes the process when its input (the bias)
-                        # takes no gradient and x or the weight does: a frozen layer (SAC's actor loss through
-                        # the critic) goes through linear
-                        x = _C_ops.linear(x, weight, bias)
-                    else:
-                        x = _C_ops.addmm(bias, x, weight, 1.0, 1.0)
-                    if i < last:
-                        x = self.act(x)
-                return x
-            linear = _C_ops.linear
-        else:
-            linear = F.linear
+        fast = _cpu_only_build() and in_dynamic_mode()
+        linear = _C_ops.linear if fast else F.linear
+        use_addmm = fast and x.ndim == 2
         for i, layer in enumerate(layers):
-            x = linear(x, layer.weight, layer.bias)
+            weight, bias = layer.weight, layer.bias
+            # paddle's addmm backward (2.6 and 3.x) crashes the process when its input (the bias) takes no
+            # gradient and x or the weight does: a frozen layer (SAC's actor loss through the critic) takes linear
+            if use_addmm and (not bias.stop_gradient or (x.stop_gradient and weight.stop_gradient)):
+                x = _C_ops.addmm(bias, x, weight, 1.0, 1.0)
+            else:
+                x = linear(x, weight, bias)
             if i < last:
                 x = self.act(x)
         return x

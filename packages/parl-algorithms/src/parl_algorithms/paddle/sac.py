@@ -27,14 +27,13 @@ __all__ = ["SAC"]
 
 
 def _tanh_gaussian_values(mean: paddle.Tensor, log_std: paddle.Tensor, noise: paddle.Tensor,
-                          eps: float) -> tuple[paddle.Tensor, ...]:
-    """``(action, log_prob, 1 - action^2, exp(log_std) * noise)`` for ``u = mean + exp(log_std) * noise``: the
-    same ops in the same order as ``tanh(u)`` and ``functional.tanh_gaussian_log_prob(u, mean, log_std)``."""
+                          eps: float) -> tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor]:
+    """``(action, log_prob, exp(log_std) * noise)`` for ``u = mean + exp(log_std) * noise``: the same ops in the
+    same order as ``tanh(u)`` and ``functional.tanh_gaussian_log_prob(u, mean, log_std)``."""
     scaled_noise = log_std.exp() * noise
     pre_tanh = mean + scaled_noise
     action = paddle.tanh(pre_tanh)
-    log_prob = functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std, eps)
-    return action, log_prob, 1.0 - action.pow(2), scaled_noise
+    return action, functional.tanh_gaussian_log_prob(pre_tanh, mean, log_std, eps), scaled_noise
 
 
 class _TanhGaussianSample(paddle.autograd.PyLayer):
@@ -46,8 +45,8 @@ class _TanhGaussianSample(paddle.autograd.PyLayer):
 
     @staticmethod
     def forward(ctx, mean, log_std, noise, eps):
-        action, log_prob, one_minus_sq, scaled_noise = _tanh_gaussian_values(mean, log_std, noise, eps)
-        ctx.save_for_backward(action, one_minus_sq, scaled_noise)
+        action, log_prob, scaled_noise = _tanh_gaussian_values(mean, log_std, noise, eps)
+        ctx.save_for_backward(action, 1.0 - action.pow(2), scaled_noise)
         ctx.eps = eps
         ctx.needs_grad = (not mean.stop_gradient, not log_std.stop_gradient)  # paddle wants None for the others
         return action, log_prob

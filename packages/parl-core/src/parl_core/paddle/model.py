@@ -51,6 +51,33 @@ def split_statistics(model: paddle.nn.Layer) -> tuple[dict, dict]:
     return params, stats
 
 
+def soft_update_(targets: list[paddle.Tensor], sources: list[paddle.Tensor], target_stats: list[paddle.Tensor],
+                 source_stats: list[paddle.Tensor], decay: float) -> None:
+    """In dygraph mode, in place: ``target = decay * target + (1 - decay) * source`` for each pair of ``targets`` /
+    ``sources`` (Polyak averaging), and each of ``target_stats`` set to its ``source_stats`` (buffers, BatchNorm's
+    running statistics).
+
+    The average is one in-place ``lerp_`` per parameter, ``target + (1 - decay) * (source - target)`` as torch's
+    ``lerp_`` in the torch backend (one kernel instead of three and a copy: a soft update of three 64x64 MLPs
+    335-353 -> 196-211 us); the copies call ``_C_ops.assign_out_``, which is what ``paddle.assign(x, output=y)``
+    runs in dygraph mode after ~30 us of Python checks per tensor (paddle 2.6 and 3.x).
+
+    Args:
+        targets, sources: parameters of the same shapes and dtypes, pairwise (any float dtype).
+        target_stats, source_stats: the same, copied.
+        decay: in ``(0, 1]``; not checked here (:meth:`Model.sync_weights_to` checks it and the pairs).
+    """
+    weights: dict = {}  # 1 - decay as a 0-d tensor of each parameter dtype
+    with paddle.no_grad():
+        for dst, src in zip(targets, sources, strict=True):
+            weight = weights.get(dst.dtype)
+            if weight is None:
+                weight = weights[dst.dtype] = _C_ops.full([], 1.0 - decay, dst.dtype, dst.place)
+            _C_ops.lerp_(dst, src, weight)
+        for dst, src in zip(target_stats, source_stats, strict=True):
+            _C_ops.assign_out_(src, dst)
+
+
 _signal_handler_disabled = False
 
 
@@ -149,23 +176,15 @@ class Model(paddle.nn.Layer):
             if dst_params[name].shape != src.shape:
                 raise ValueError(f"sync_weights_to: shape of {name} differs: "
                                  f"{tuple(src.shape)} vs target {tuple(dst_params[name].shape)}")
-        # in dygraph mode ``paddle.assign(x, output=y)`` is ``_C_ops.assign_out_(x, y)`` after ~30 us of
-        # Python checks per tensor (paddle 2.6 and 3.x); the kernel is called directly here. The average is one
-        # in-place ``lerp_`` per parameter, ``dst + (1 - decay) * (src - dst)`` as torch's ``lerp_`` in the torch
-        # backend (one kernel instead of three and a copy: a soft update of three 64x64 MLPs 335-353 -> 196-211 us)
         dynamic = paddle.in_dynamic_mode()
-        copy = _C_ops.assign_out_ if dynamic else _assign
-        weights: dict = {}  # 1 - decay as a 0-d tensor of each parameter dtype
+        if dynamic and decay > 0.0:
+            soft_update_([dst_params[k] for k in src_params], list(src_params.values()),
+                         [dst_buffers[k] for k in src_buffers], list(src_buffers.values()), decay)
+            return
+        copy = _C_ops.assign_out_ if dynamic else _assign  # (see soft_update_)
         with paddle.no_grad():
             for name, src in src_params.items():
                 dst = dst_params[name]
-                if decay == 0.0:
-                    copy(src, dst)
-                elif dynamic:
-                    if dst.dtype not in weights:
-                        weights[dst.dtype] = _C_ops.full([], 1.0 - decay, dst.dtype, dst.place)
-                    _C_ops.lerp_(dst, src, weights[dst.dtype])
-                else:
-                    copy(decay * dst + (1.0 - decay) * src, dst)
+                copy(src if decay == 0.0 else decay * dst + (1.0 - decay) * src, dst)
             for name, src in src_buffers.items():
                 copy(src, dst_buffers[name])
