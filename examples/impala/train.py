@@ -53,7 +53,7 @@ import parl
 from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
-from parl.utils import summary
+from parl.utils import PiecewiseScheduler, summary
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
@@ -62,11 +62,18 @@ logger = logging.getLogger("impala")
 
 # Per-env defaults. CartPole: tuned here. Atari: PARL's examples/IMPALA/impala_config.py (42x42 frames,
 # unrolls of 50 steps, lr 1e-3 decayed, entropy -0.01), with fewer envs per actor for a small machine.
+# `lr_schedule`: PARL's piecewise (learner update, lr) pairs; without it lr decays linearly from `lr` to `lr_final`
+# over the env-step budget. `train_batch_size`: env steps per learner update (None: each unroll batch as it comes).
 CONFIGS = {
     "vector": dict(envs_per_actor=8, unroll_length=20, lr=1e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
                    hidden=64, total_steps=500_000, target_return=475.0, eval_trigger=400.0),
     "atari": dict(envs_per_actor=8, unroll_length=50, lr=1e-3, lr_final=1e-4, entropy_coeff=-0.01, gamma=0.99,
                   dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf")),
+    # `--config parl`: PARL's impala_config.py as written (its model, 5 envs per actor, learner batches of 1,000
+    # steps, lr 1e-3 -> 5e-4 at update 20,000 -> 1e-4 at 40,000); PARL ran it with 32 actors
+    "atari-parl": dict(envs_per_actor=5, unroll_length=50, lr=1e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
+                       dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf"),
+                       model="parl", train_batch_size=1000, lr_schedule=[(0, 1e-3), (20_000, 5e-4), (40_000, 1e-4)]),
 }
 EVAL_EPISODES = 10
 
@@ -135,6 +142,31 @@ class AtariModel(Model):
         return self.v(self._features(obs))
 
 
+class ParlAtariModel(Model):
+    """PARL's ``examples/IMPALA/atari_model.py`` in torch, for stacked frames [B, 4, 42, 42] (pixels 0..255): convs
+    16x4x4/2, 32x4x4/2, 256x11x11 (to 1x1), then linear policy and value heads initialised N(0, 1) as PARL's."""
+
+    def __init__(self, num_actions: int, dim: int = 42):
+        super().__init__()
+        self.torso = nn.Sequential(nn.Conv2d(4, 16, 4, stride=2, padding=1), nn.ReLU(),
+                                   nn.Conv2d(16, 32, 4, stride=2, padding=2), nn.ReLU(),
+                                   nn.Conv2d(32, 256, 11), nn.ReLU(), nn.Flatten())
+        with torch.no_grad():
+            flat = self.torso(torch.zeros(1, 4, dim, dim)).shape[1]
+        self.pi = nn.Linear(flat, num_actions)
+        self.v = nn.Linear(flat, 1)
+        for head in (self.pi, self.v):
+            nn.init.normal_(head.weight)
+            nn.init.normal_(head.bias)
+
+    def _features(self, obs):
+        return self.torso(obs / 255.0)
+
+    policy_and_value = AtariModel.policy_and_value
+    policy = AtariModel.policy
+    value = AtariModel.value
+
+
 def build_model(env: gym.Env | gym.vector.VectorEnv, cfg: dict) -> Model:
     """The model for one env's spaces (a vector env: its ``single_*`` spaces)."""
     action_space = getattr(env, "single_action_space", env.action_space)
@@ -143,7 +175,7 @@ def build_model(env: gym.Env | gym.vector.VectorEnv, cfg: dict) -> Model:
         raise SystemExit(f"IMPALA here needs a Discrete action space, got {action_space}")
     num_actions = int(action_space.n)
     if "dim" in cfg:
-        return AtariModel(num_actions, cfg["dim"])
+        return (ParlAtariModel if cfg.get("model") == "parl" else AtariModel)(num_actions, cfg["dim"])
     return MLPModel(observation_space.shape[0], num_actions, cfg["hidden"])
 
 
@@ -271,6 +303,12 @@ def main() -> None:
     parser.add_argument("--logdir", default=None, help="default: runs/impala/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
+    parser.add_argument("--config", choices=("default", "parl"), default="default",
+                        help="Atari: 'parl' runs PARL's impala_config.py (its model, 5 envs per actor, learner "
+                             "batches of 1,000 steps, lr 1e-3 for 20k updates); default: this example's settings")
+    parser.add_argument("--train-batch-size", type=int, default=None,
+                        help="env steps per learner update, gathered from several unrolls (default: each actor's "
+                             "unroll batch, E x T; --config parl: 1000)")
     parser.add_argument("--envpool", action="store_true",
                         help="Atari: actors step their games in EnvPool (pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -280,13 +318,20 @@ def main() -> None:
     if args.envpool and not envpool_available():
         parser.error(INSTALL_HINT)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = dict(CONFIGS["atari" if is_atari(args.env) else "vector"])
+    if args.config == "parl" and not is_atari(args.env):
+        parser.error(f"--config parl is PARL's Atari configuration ('<Game>NoFrameskip-v4'), not {args.env}")
+    cfg = dict(CONFIGS[("atari-parl" if args.config == "parl" else "atari") if is_atari(args.env) else "vector"])
     if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
         cfg.update(total_steps=5_000_000, target_return=float("inf"), eval_trigger=float("inf"))
     if args.lr is not None:
         cfg["lr"] = cfg["lr_final"] = args.lr
+        cfg.pop("lr_schedule", None)
     E = args.envs_per_actor or cfg["envs_per_actor"]
     T = args.unroll_length or cfg["unroll_length"]
+    train_batch = args.train_batch_size or cfg.get("train_batch_size") or E * T
+    if train_batch % T:
+        parser.error(f"--train-batch-size must be a multiple of the unroll length {T}, got {train_batch}")
+    lr_schedule = PiecewiseScheduler(cfg["lr_schedule"]) if "lr_schedule" in cfg else None
     total_steps = args.total_steps or cfg["total_steps"]
     target = cfg["target_return"] if args.target_return is None else args.target_return
     logdir = args.logdir or os.path.join("runs", "impala", f"{args.env.replace('/', '_')}-seed{args.seed}")
@@ -329,6 +374,8 @@ def main() -> None:
     recent = deque(maxlen=20)
     eval_returns: list[float] = []
     reached = False
+    buffer: list[dict] = []  # unrolls gathered toward the next learner batch of `train_batch` steps
+    lr = cfg["lr"]
     curve = open(os.path.join(logdir, "curve.csv"), "w", newline="")
     writer = csv.writer(curve)
     writer.writerow(["env_steps", "wall_s", "episode_return"])
@@ -355,16 +402,9 @@ def main() -> None:
                     for _ in range(args.inflight):
                         pending[actors[slot].sample(weights)] = slot
                     continue
-                progress = min(env_steps / total_steps, 1.0)
-                lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * progress
-                losses, kl = alg.learn(env_major(batch["obs"]), env_major(batch["actions"]),
-                                       env_major(batch["behaviour_logits"]), env_major(batch["rewards"]),
-                                       env_major(batch["dones"]), lr, cfg["entropy_coeff"])
-                weights = model.get_weights()
-                pending[actors[slot].sample(weights)] = slot
+                buffer.append(batch)
                 steps = batch["rewards"].size
                 env_steps += steps
-                updates += 1
                 wall_s = time.perf_counter() - start
                 for ret in batch["episode_returns"]:
                     recent.append(float(ret))
@@ -372,11 +412,23 @@ def main() -> None:
                     summary.add_scalar("train/episode_return", float(ret), env_steps)
                 if len(batch["episode_returns"]):
                     curve.flush()
-                if updates % 10 == 0:
-                    for key, value in alg.get_info().items():
-                        summary.add_scalar(key, value, env_steps)
-                    summary.add_scalar("train/lr", lr, env_steps)
-                    summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
+                if sum(b["rewards"].size for b in buffer) >= train_batch:
+                    if lr_schedule is not None:  # PARL: a value per learner update
+                        lr = lr_schedule.step()
+                    else:
+                        lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * min(env_steps / total_steps, 1.0)
+                    alg.learn(*(np.concatenate([env_major(b[key]) for b in buffer])
+                                for key in ("obs", "actions", "behaviour_logits", "rewards", "dones")),
+                              lr, cfg["entropy_coeff"])
+                    buffer.clear()
+                    weights = model.get_weights()
+                    updates += 1
+                    if updates % 10 == 0:
+                        for key, value in alg.get_info().items():
+                            summary.add_scalar(key, value, env_steps)
+                        summary.add_scalar("train/lr", lr, env_steps)
+                        summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
+                pending[actors[slot].sample(weights)] = slot  # its next unroll, with the latest weights
                 bar.update(steps)
                 bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent) if recent else 0:.1f}",
                                 refresh=False)
@@ -399,7 +451,7 @@ def main() -> None:
     result = {
         "device": str(alg.device),
         "env": args.env, "algorithm": "IMPALA", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
-        "unroll_length": T, "envpool": args.envpool,
+        "unroll_length": T, "train_batch_size": train_batch, "config": args.config, "envpool": args.envpool,
         "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
         "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),

@@ -129,3 +129,40 @@ def test_impala_envpool_missing_names_the_extra():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "pip install 'parl-core[envpool]'" in proc.stderr
+
+
+def test_impala_parl_config_tiny_budget_on_envpool(tmp_path):
+    """``--config parl`` (PARL's impala_config.py): learner batches of 1,000 steps gathered from 250-step unrolls
+    (5 envs x 50 steps per actor), PARL's model; a few thousand EnvPool steps write summary.json and curve.csv."""
+    pytest.importorskip("envpool")
+    pytest.importorskip("ale_py")
+    result = run_example("impala", tmp_path, "--env", "PongNoFrameskip-v4", "--envpool", "--config", "parl",
+                         "--total-steps", "3000", timeout=600)
+    assert result["config"] == "parl" and result["envs_per_actor"] == 5 and result["unroll_length"] == 50
+    assert result["train_batch_size"] == 1000 and result["env_steps"] == 3000 and result["updates"] == 3
+    with open(tmp_path / "curve.csv") as f:
+        assert f.readline().strip() == "env_steps,wall_s,episode_return"
+
+
+def test_impala_parl_model_is_parls():
+    """PARL's examples/IMPALA/atari_model.py: convs 16x4x4/2 (pad 1), 32x4x4/2 (pad 2), 256x11x11 to a 256-vector on
+    42x42 frames, N(0, 1) heads; 1,002,551 parameters for Pong's 6 actions."""
+    import torch
+    from test_examples_distributed import load_example
+
+    train = load_example("impala")
+    model = train.ParlAtariModel(6)
+    assert sum(p.numel() for p in model.parameters()) == 1_002_551
+    logits, value = model.policy_and_value(torch.zeros(3, 4, 42, 42))
+    assert logits.shape == (3, 6) and value.shape == (3, 1)
+    assert 0.8 < float(model.pi.weight.detach().std()) < 1.2  # N(0, 1), not torch's default uniform
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config", "parl"], "--config parl is PARL's Atari configuration"),
+    (["--train-batch-size", "30"], "--train-batch-size must be a multiple of the unroll length 20"),
+])
+def test_impala_config_errors_name_the_fix(args, message):
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), *args], capture_output=True,
+                          text=True, timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
