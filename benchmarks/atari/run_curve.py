@@ -77,8 +77,8 @@ def machine() -> dict:
 
 
 def set_autogroup_nice(pid: int, nice: int) -> None:
-    """Nice the scheduling group (autogroup) of ``pid``'s session: plain ``nice`` does not act between sessions
-    where the kernel groups tasks by session. Raises OSError where the kernel has no autogroups."""
+    """Nice the scheduling group (autogroup) of ``pid``'s session: where the kernel groups tasks by session, plain
+    ``nice`` orders tasks only within their group. Raises OSError where the kernel has no autogroups."""
     with open(f"/proc/{pid}/autogroup", "w") as f:
         f.write(str(nice))
 
@@ -90,14 +90,20 @@ class TreeCPU:
         self.root = psutil.Process(root_pid)
         self.seen: dict[tuple[int, float], tuple[str, float]] = {}  # (pid, create_time) -> (name, cpu_s)
 
-    def poll(self) -> None:
-        """Read every live process of the tree."""
+    def poll(self, autogroup_nice: int | None = None) -> None:
+        """Read every live process of the tree; with ``autogroup_nice``, nice each one's scheduling group too (the
+        embedded cluster's master and worker start sessions, hence scheduling groups, of their own)."""
         try:
             procs = [self.root, *self.root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return
         for proc in procs:
             try:
+                if autogroup_nice is not None and (proc.pid, proc.create_time()) not in self.seen:
+                    try:
+                        set_autogroup_nice(proc.pid, autogroup_nice)
+                    except OSError:
+                        pass
                 with proc.oneshot():
                     times = proc.cpu_times()
                     key = (proc.pid, proc.create_time())
@@ -137,12 +143,13 @@ def main() -> int:
             set_autogroup_nice(proc.pid, args.autogroup_nice)
         except OSError as err:
             print(f"run_curve: could not nice the command's scheduling group ({err}); going on", file=sys.stderr)
+            args.autogroup_nice = None
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     tree = TreeCPU(proc.pid)
     loads: list[float] = []
     while True:
-        tree.poll()
+        tree.poll(args.autogroup_nice)
         loads.append(os.getloadavg()[0])
         try:
             returncode = proc.wait(timeout=args.poll_s)
