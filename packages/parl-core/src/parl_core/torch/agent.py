@@ -45,7 +45,7 @@ def _reader(map_location: Any):
         try:
             return torch.load(path, map_location=map_location, weights_only=True)
         except pickle.UnpicklingError as exc:
-            found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+            found = re.search(r"unsupported global:?\s+(?:GLOBAL\s+)?([\w.]+)", str(exc), re.IGNORECASE)
             if found is None:
                 raise  # described by the caller from the file's first bytes, never with torch's text
             raise UnreadableCheckpoint(f"it references {found.group(1)}, which a checkpoint holding tensors and "
