@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import paddle
 
-from parl_core._agent_base import CHECKPOINT_FORMAT, STATE_SUFFIX, AgentBase
+from parl_core._agent_base import CHECKPOINT_FORMAT, STATE_SUFFIX, AgentBase, UnreadableCheckpoint
 from parl_core.paddle.algorithm import Algorithm
 from parl_core.paddle.model import Model
 
@@ -41,6 +43,46 @@ def _to_numpy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _to_numpy(v) for k, v in value.items()}
     return value
+
+
+# what paddle.save writes for a state dict (tensors become numpy arrays) and the pickles of plain containers
+_SAFE_GLOBALS = frozenset({
+    ("collections", "OrderedDict"),
+    ("builtins", "tuple"), ("builtins", "list"), ("builtins", "set"), ("builtins", "frozenset"),
+    ("builtins", "complex"), ("_codecs", "encode"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+})
+
+
+class _CheckingUnpickler(pickle.Unpickler):
+    """An unpickler that builds only plain containers and numpy arrays (see :func:`_read`)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        raise UnreadableCheckpoint(f"it references {module}.{name}, which a paddle.save of tensors and plain "
+                                   "containers never does; it is not unpickled, as that could run code the file "
+                                   "chooses")
+
+
+def _write(obj: Any, file: BinaryIO) -> None:
+    buffer = io.BytesIO()  # paddle.save takes a path or a BytesIO, not an open file
+    paddle.save(obj, buffer)
+    file.write(buffer.getvalue())
+
+
+def _read(path: str) -> Any:
+    """``paddle.load`` of the file's bytes once they have unpickled under :class:`_CheckingUnpickler`.
+
+    ``paddle.load`` unpickles without restriction (a crafted file runs code); the check first unpickles the
+    same bytes allowing only containers and numpy arrays, and raises ``UnreadableCheckpoint`` otherwise.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    _CheckingUnpickler(io.BytesIO(data), encoding="latin1").load()
+    return paddle.load(io.BytesIO(data))
 
 
 class Agent(AgentBase):
@@ -98,6 +140,11 @@ class Agent(AgentBase):
         An algorithm without ``self.model`` (QMIX) writes that full-state dict at ``save_path`` itself, and
         no sidecar.
 
+        Crash-safe: each file is written under a temporary name and renamed into place, the sidecar (which
+        also records the digest of the model file it replaces) first; a process killed at any moment leaves
+        a checkpoint that :meth:`restore` loads whole, from the previous save or this one (see
+        :mod:`parl_core._agent_base`). Temporary files of a killed save are deleted by the next save.
+
         Args:
             save_path: the file to write.
             model: if given, save only this model's ``state_dict`` at ``save_path`` (PARL's behaviour) and
@@ -105,10 +152,11 @@ class Agent(AgentBase):
 
         Raises:
             TypeError: ``model`` is not a paddle ``parl.Model``.
+            OSError: a file cannot be written (the checkpoint at ``save_path`` is then the previous one).
         """
         if model is not None and not isinstance(model, paddle.nn.Layer):
             raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
-        self._save_checkpoint(save_path, model, lambda obj, path: paddle.save(obj, path))
+        self._save_checkpoint(save_path, model, _write)
 
     def restore(self, save_path: str | os.PathLike, model: Model | None = None) -> None:
         """Load a checkpoint written by :meth:`save`, or a PARL 2.x model file.
@@ -126,12 +174,19 @@ class Agent(AgentBase):
             model: if given, load the ``state_dict`` at ``save_path`` into this model (PARL's behaviour); the
                 sidecar is not read.
 
+        ``paddle.load`` unpickles without restriction, so each file is first unpickled allowing only plain
+        containers and numpy arrays (what ``paddle.save`` writes for tensors): a file referencing anything
+        else is refused and no code in it runs. A refused file leaves the agent exactly as it was.
+
         Raises:
             FileNotFoundError: ``save_path`` does not exist.
-            ValueError: the file does not fit this agent's models, ``model`` is given for a full-state file,
-                or ``save_path + ".state"`` is not a state file written by ``save``.
+            ValueError: the file (or the sidecar) is empty, truncated, corrupt, not a paddle checkpoint,
+                references objects other than arrays and containers, or is of another checkpoint format
+                version; the file does not fit this agent's models (keys / shapes); ``model`` is given for a
+                full-state file; or ``save_path + ".state"`` is not a state file written by ``save``. The
+                message names the file, what is wrong and what to do.
         """
-        self._restore_checkpoint(save_path, model, paddle.load)
+        self._restore_checkpoint(save_path, model, _read)
 
     def save_inference_model(self, save_path: str | os.PathLike, input_shape_list: Sequence[Sequence[int | None]],
                              input_dtype_list: Sequence[str], model: Model | None = None) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import pickle
+import re
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
 
-from parl_core._agent_base import CHECKPOINT_FORMAT, STATE_SUFFIX, AgentBase
+from parl_core._agent_base import CHECKPOINT_FORMAT, STATE_SUFFIX, AgentBase, UnreadableCheckpoint
 from parl_core.torch.algorithm import Algorithm
 from parl_core.torch.model import Model
 
@@ -31,6 +33,25 @@ def _to_tensor(value: Any, name: str, device: torch.device) -> Any:
         # and a learning rate / epsilon read back with float() costs no device round trip
         return torch.as_tensor(array, device=device if array.ndim else None)
     return value
+
+
+def _write(obj: Any, file: BinaryIO) -> None:
+    torch.save(obj, file)
+
+
+def _reader(map_location: Any):
+    def read(path: str) -> Any:
+        """``torch.load(weights_only=True)``: tensors and plain containers only; nothing in the file runs."""
+        try:
+            return torch.load(path, map_location=map_location, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            found = re.search(r"unsupported global:?\s+(?:GLOBAL\s+)?([\w.]+)", str(exc), re.IGNORECASE)
+            if found is None:
+                raise  # described by the caller from the file's first bytes, never with torch's text
+            raise UnreadableCheckpoint(f"it references {found.group(1)}, which a checkpoint holding tensors and "
+                                       "plain containers never does; it is not unpickled, as that could run code "
+                                       "the file chooses") from None
+    return read
 
 
 def _to_numpy(value: Any) -> Any:
@@ -123,6 +144,11 @@ class Agent(AgentBase):
         An algorithm without ``self.model`` (QMIX) writes that full-state dict at ``save_path`` itself, and
         no sidecar.
 
+        Crash-safe: each file is written under a temporary name and renamed into place, the sidecar (which
+        also records the digest of the model file it replaces) first; a process killed at any moment leaves
+        a checkpoint that :meth:`restore` loads whole, from the previous save or this one (see
+        :mod:`parl_core._agent_base`). Temporary files of a killed save are deleted by the next save.
+
         Args:
             save_path: the file to write.
             model: if given, save only this model's ``state_dict`` at ``save_path`` (PARL's behaviour) and
@@ -130,10 +156,11 @@ class Agent(AgentBase):
 
         Raises:
             TypeError: ``model`` is not a torch ``parl.Model``.
+            OSError: a file cannot be written (the checkpoint at ``save_path`` is then the previous one).
         """
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"save(model=...) expects a parl.Model, got {type(model).__name__}")
-        self._save_checkpoint(save_path, model, lambda obj, path: torch.save(obj, path))
+        self._save_checkpoint(save_path, model, _write)
 
     def restore(self, save_path: str | os.PathLike, model: Model | None = None,
                 map_location: Any = None) -> None:
@@ -154,12 +181,17 @@ class Agent(AgentBase):
             map_location: passed to ``torch.load``; default :attr:`device`, so a checkpoint written on a GPU
                 restores on a CPU-only machine (and a CPU one onto the GPU) without arguments.
 
+        Files are read with ``torch.load(weights_only=True)``: tensors and plain containers only, so no code
+        in the file runs. A refused file leaves the agent exactly as it was.
+
         Raises:
             FileNotFoundError: ``save_path`` does not exist.
-            ValueError: the file does not fit this agent's models, ``model`` is given for a full-state file,
-                or ``save_path + ".state"`` is not a state file written by ``save``.
+            ValueError: the file (or the sidecar) is empty, truncated, corrupt, not a torch checkpoint,
+                references objects other than tensors and containers, or is of another checkpoint format
+                version; the file does not fit this agent's models (keys / shapes); ``model`` is given for a
+                full-state file; or ``save_path + ".state"`` is not a state file written by ``save``. The
+                message names the file, what is wrong and what to do.
         """
         if map_location is None:
             map_location = self.device
-        self._restore_checkpoint(save_path, model,
-                                 lambda path: torch.load(path, map_location=map_location, weights_only=True))
+        self._restore_checkpoint(save_path, model, _reader(map_location))

@@ -1,10 +1,12 @@
-"""PARL utilities: returns / GAE, model checks, logging, tensorboard summary, replay memory, schedulers.
+"""PARL utilities: returns / GAE, model checks, logging, tensorboard summary, replay memory, schedulers,
+crash-safe file writes (``atomic_write``, ``atomic_write_many``: see :mod:`parl_core.utils.atomic`).
 
 ``summary`` is a submodule (``from parl_core.utils import summary``); it, like everything here, imports
 no deep-learning framework until used.
 """
 
-from parl_core.utils import logger, summary
+from parl_core.utils import atomic, logger, summary
+from parl_core.utils.atomic import atomic_write, atomic_write_many
 from parl_core.utils.machine_info import (
     get_free_tcp_port,
     get_gpu_count,
@@ -28,6 +30,9 @@ __all__ = [
     "ReplayMemory",
     "TimeStat",
     "WindowStat",
+    "atomic",
+    "atomic_write",
+    "atomic_write_many",
     "calc_discount_sum_rewards",
     "calc_gae",
     "check_model_method",

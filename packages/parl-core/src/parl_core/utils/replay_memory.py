@@ -8,7 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from parl_core.utils.atomic import atomic_write
+
 __all__ = ["ReplayMemory"]
+
+MEMORY_FORMAT = "parl-replay-memory-v1"
+"""The ``format`` entry :meth:`ReplayMemory.save` writes; files without it (PARL 2.x, parl-core 3.0) load too."""
+
+_FIELDS = ("obs", "action", "reward", "next_obs", "terminal")
 
 
 def _shape(dim: int | tuple[int, ...] | list[int], name: str) -> tuple[int, ...]:
@@ -170,22 +177,43 @@ class ReplayMemory:
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, pathname: str | os.PathLike) -> None:
-        """Write the stored transitions to an ``.npz`` file (numpy appends ``.npz`` when missing)."""
+        """Write the stored transitions to an ``.npz`` file (``.npz`` is appended when missing, as numpy does).
+
+        The file holds ``obs``, ``action``, ``reward``, ``next_obs``, ``terminal`` (the ``size()`` stored
+        transitions, oldest slot first), ``other`` (int64 ``[size, position]``) and ``format``
+        (:data:`MEMORY_FORMAT`). Crash-safe: it is written under a temporary name in the same folder and
+        renamed into place (:func:`parl_core.utils.atomic.atomic_write`), so a process killed during the
+        save leaves the previous file or the new one, whole; temporary files of a killed save are deleted
+        by the next save. Parent directories are created.
+
+        Raises:
+            OSError: the file cannot be written (an earlier file at the path is then untouched).
+        """
         n = self._curr_size
-        parent = os.path.dirname(os.fspath(pathname))
+        path = os.fspath(pathname)
+        if not path.endswith(".npz"):
+            path += ".npz"
+        parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        np.savez(pathname, obs=self.obs[:n], action=self.action[:n], reward=self.reward[:n],
-                 next_obs=self.next_obs[:n], terminal=self.terminal[:n],
-                 other=np.array([self._curr_size, self._curr_pos], dtype=np.int64))
+        with atomic_write(path) as file:
+            np.savez(file, obs=self.obs[:n], action=self.action[:n], reward=self.reward[:n],
+                     next_obs=self.next_obs[:n], terminal=self.terminal[:n],
+                     other=np.array([self._curr_size, self._curr_pos], dtype=np.int64),
+                     format=np.asarray(MEMORY_FORMAT))
 
     def load(self, pathname: str | os.PathLike) -> None:
-        """Replace the contents with a file written by :meth:`save`.
+        """Replace the contents with a file written by :meth:`save` (or PARL's ``ReplayMemory.save``).
+
+        The file is read with ``allow_pickle=False`` (no code in it runs). A refused file leaves the memory
+        exactly as it was.
 
         Raises:
             FileNotFoundError: neither ``pathname`` nor ``pathname + ".npz"`` exists.
-            ValueError: the file's shapes differ from this memory's, or it holds more transitions than
-                ``max_size``.
+            ValueError: the file is empty, truncated, corrupt or not an ``.npz`` file; it lacks an array
+                ``save`` writes or is of another format version; its shapes differ from this memory's, or
+                it holds more transitions than ``max_size``. The message names the file, what is wrong and
+                what to do.
         """
         path = os.fspath(pathname)
         if not os.path.isfile(path) and os.path.isfile(path + ".npz"):
@@ -193,9 +221,8 @@ class ReplayMemory:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no replay memory file at {os.fspath(pathname)!r}; write one with "
                                     "ReplayMemory.save(path)")
-        with np.load(path) as data:
-            self._load_arrays({k: data[k] for k in ("obs", "action", "reward", "next_obs", "terminal")},
-                              source=path, other=data["other"] if "other" in data else None)
+        arrays, other = _read_memory_file(path)
+        self._load_arrays(arrays, source=path, other=other)
 
     def _load_arrays(self, arrays: Mapping[str, np.ndarray], source: str, other: Any = None) -> None:
         n = len(arrays["reward"])
@@ -231,3 +258,43 @@ class ReplayMemory:
                            "reward": np.asarray(dataset["rewards"]).reshape(-1),
                            "next_obs": dataset["next_observations"],
                            "terminal": np.asarray(dataset["terminals"]).reshape(-1)}, source="the d4rl dataset")
+
+
+def _read_memory_file(path: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The arrays of a :meth:`ReplayMemory.save` file, or a ``ValueError`` naming ``path`` and the problem."""
+    fix = "load an earlier copy, or refill the memory and save it again"
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"cannot load replay memory {path!r}: the file is empty (0 bytes; a copy or save that "
+                         f"stopped before writing, or a full disk); {fix}")
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise _NotNpz
+        with data:
+            missing = [k for k in _FIELDS if k not in data.files]
+            found = str(data["format"]) if "format" in data.files else None
+            if missing or (found is not None and found != MEMORY_FORMAT):
+                arrays, other = {}, None
+            else:
+                arrays = {k: data[k] for k in _FIELDS}
+                other = data["other"] if "other" in data.files else None
+    except _NotNpz:
+        raise ValueError(f"cannot load replay memory {path!r}: it holds a single numpy array (.npy), not the .npz "
+                         f"archive ReplayMemory.save writes; {fix}") from None
+    except Exception:  # numpy / zipfile errors are described here in words (truncated, not a zip, bad CRC)
+        with open(path, "rb") as file:
+            head = file.read(4)
+        what = ("it is truncated or corrupt (it starts like an .npz archive but does not read to its end)"
+                if head == b"PK\x03\x04" else f"it is not an .npz archive (its first bytes are {head!r})")
+        raise ValueError(f"cannot load replay memory {path!r}: {what}; {fix}") from None
+    if missing:
+        raise ValueError(f"cannot load replay memory {path!r}: it lacks the arrays {missing}, so it was not written "
+                         f"by ReplayMemory.save; load a file ReplayMemory.save wrote")
+    if found is not None and found != MEMORY_FORMAT:
+        raise ValueError(f"cannot load replay memory {path!r}: it is in format {found!r}, this parl-core reads "
+                         f"{MEMORY_FORMAT!r}; load it with the parl-core version that wrote it (or a newer one)")
+    return arrays, other
+
+
+class _NotNpz(Exception):
+    pass
