@@ -40,6 +40,7 @@ import csv
 import json
 import logging
 import os
+import signal
 import time
 from collections import deque
 
@@ -53,7 +54,7 @@ import parl
 from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
-from parl.utils import PiecewiseScheduler, summary
+from parl.utils import PiecewiseScheduler, atomic_write, summary
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError
@@ -76,6 +77,9 @@ CONFIGS = {
                        model="parl", train_batch_size=1000, lr_schedule=[(0, 1e-3), (20_000, 5e-4), (40_000, 1e-4)]),
 }
 EVAL_EPISODES = 10
+CHECKPOINT = "checkpoint.pt"
+# what a resumed run must share with the run it continues (the rest of the command line may change, e.g. the budget)
+RUN_KEYS = ("env", "config", "envs_per_actor", "unroll_length", "train_batch_size", "seed", "envpool")
 
 
 def is_atari(env_id: str) -> bool:
@@ -286,6 +290,40 @@ def env_major(x: np.ndarray) -> np.ndarray:
     return x if x.flags.writeable else x.copy()
 
 
+def save_checkpoint(path: str, alg: IMPALA, lr_schedule: PiecewiseScheduler | None, state: dict) -> None:
+    """The learner's state as one file, replaced whole (``parl.utils.atomic_write``: a kill during the save leaves
+    the previous checkpoint): model and Adam state, the lr schedule's position, torch's RNG, and ``state`` (the
+    counters, the recent returns, the run's settings)."""
+    payload = {"format": 1, "model": alg.model.state_dict(), "optimizer": alg.optimizer.state_dict(),
+               "lr_step": lr_schedule.cur_step if lr_schedule is not None else 0,
+               "torch_rng": torch.get_rng_state(), **state}
+    with atomic_write(path) as f:
+        torch.save(payload, f)
+
+
+def load_checkpoint(path: str, run: dict) -> dict:
+    """The payload of :func:`save_checkpoint` at ``path``, loaded without unpickling code (``weights_only``).
+
+    Raises:
+        SystemExit: the file is missing or not such a checkpoint, or its run's settings differ from ``run``.
+    """
+    if not os.path.isfile(path):
+        raise SystemExit(f"--resume: no checkpoint at {path}; pass the --logdir of a run of this example "
+                         f"(it writes {CHECKPOINT} every --checkpoint-every minutes and when it stops)")
+    try:
+        payload = torch.load(path, weights_only=True)
+    except Exception as err:  # torch raises RuntimeError, EOFError, pickle errors, ... on a damaged file
+        raise SystemExit(f"--resume: {path} is not a readable checkpoint of this example ({type(err).__name__}); "
+                         f"resume from another run's folder, or start afresh without --resume") from None
+    if not isinstance(payload, dict) or payload.get("format") != 1:
+        raise SystemExit(f"--resume: {path} is not a checkpoint of this example (format 1)")
+    differ = {key: (payload["run"].get(key), run[key]) for key in RUN_KEYS if payload["run"].get(key) != run[key]}
+    if differ:
+        listed = ", ".join(f"{key}: {there!r} there, {here!r} here" for key, (there, here) in differ.items())
+        raise SystemExit(f"--resume: {path} is a run of other settings ({listed}); give the same options as that run")
+    return payload
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="CartPole-v1")
@@ -311,6 +349,11 @@ def main() -> None:
                              "unroll batch, E x T; --config parl: 1000)")
     parser.add_argument("--envpool", action="store_true",
                         help="Atari: actors step their games in EnvPool (pip install 'parl-core[envpool]')")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="go on with the run whose --logdir is DIR, from its checkpoint.pt (its log files go on)")
+    parser.add_argument("--checkpoint-every", type=float, default=10.0, metavar="MIN",
+                        help="minutes between two checkpoints (also written when the run stops: budget, Ctrl-C, "
+                             "SIGTERM); 0: only then")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args()
     if args.envpool and not is_atari(args.env):
@@ -334,12 +377,19 @@ def main() -> None:
     lr_schedule = PiecewiseScheduler(cfg["lr_schedule"]) if "lr_schedule" in cfg else None
     total_steps = args.total_steps or cfg["total_steps"]
     target = cfg["target_return"] if args.target_return is None else args.target_return
-    logdir = args.logdir or os.path.join("runs", "impala", f"{args.env.replace('/', '_')}-seed{args.seed}")
+    if args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every must be >= 0 minutes, got {args.checkpoint_every}")
+    logdir = args.resume or args.logdir or os.path.join("runs", "impala",
+                                                        f"{args.env.replace('/', '_')}-seed{args.seed}")
+    run = dict(env=args.env, config=args.config, envs_per_actor=E, unroll_length=T, train_batch_size=train_batch,
+               seed=args.seed, envpool=args.envpool)
+    resumed = load_checkpoint(os.path.join(logdir, CHECKPOINT), run) if args.resume else None
     os.makedirs(logdir, exist_ok=True)
     summary.set_logdir(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    start = time.perf_counter()
+    start = time.perf_counter() - (resumed["wall_s"] if resumed else 0.0)  # a resumed run's clock goes on
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops the run as Ctrl-C does
 
     probe = EnvPoolAtari(args.env, 1, dim=cfg["dim"]) if args.envpool else make_env(args.env, cfg.get("dim", 42))
     model = build_model(probe, cfg)
@@ -347,6 +397,12 @@ def main() -> None:
     alg = IMPALA(model, sample_batch_steps=T, gamma=cfg["gamma"], vf_loss_coeff=0.5,
                                  clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, learning_rate=cfg["lr"],
                  device=args.device)
+    if resumed:
+        model.load_state_dict(resumed["model"])
+        alg.optimizer.load_state_dict(resumed["optimizer"])
+        torch.set_rng_state(resumed["torch_rng"])
+        if lr_schedule is not None:
+            lr_schedule.cur_step = resumed["lr_step"]
     if args.address is None:  # one CPU per actor, plus one for a replacement while a dead actor's is freed
         # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
         os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
@@ -354,7 +410,7 @@ def main() -> None:
     else:
         parl.connect(args.address)
 
-    spawned = 0
+    spawned = resumed["spawned"] if resumed else 0  # a resumed run's actors draw seeds the first run did not use
 
     def new_actor() -> Actor:
         nonlocal spawned
@@ -370,16 +426,32 @@ def main() -> None:
         for _ in range(args.inflight):
             pending[actor.sample(weights)] = slot
 
-    env_steps, updates, replaced = 0, 0, 0
-    recent = deque(maxlen=20)
+    env_steps, updates, replaced = (resumed["env_steps"], resumed["updates"], resumed["replaced"]) if resumed \
+        else (0, 0, 0)
+    recent = deque(resumed["recent"] if resumed else (), maxlen=20)
     eval_returns: list[float] = []
     reached = False
     buffer: list[dict] = []  # unrolls gathered toward the next learner batch of `train_batch` steps
     lr = cfg["lr"]
-    curve = open(os.path.join(logdir, "curve.csv"), "w", newline="")
+    curve_path = os.path.join(logdir, "curve.csv")
+    if resumed:  # the curve goes on from the checkpoint: games logged after it are played again
+        with open(curve_path, newline="") as f:
+            rows = [row for row in csv.reader(f)]
+        with atomic_write(curve_path, "w") as f:
+            csv.writer(f).writerows([rows[0], *(r for r in rows[1:] if int(r[0]) <= env_steps)])
+        logger.info("resumed %s at %d env steps, %d updates", logdir, env_steps, updates)
+    curve = open(curve_path, "a" if resumed else "w", newline="")
     writer = csv.writer(curve)
-    writer.writerow(["env_steps", "wall_s", "episode_return"])
-    bar = tqdm(total=total_steps, disable=args.no_progress, unit="step", smoothing=0.05)
+    if not resumed:
+        writer.writerow(["env_steps", "wall_s", "episode_return"])
+    last_checkpoint = time.monotonic()
+
+    def checkpoint() -> None:
+        curve.flush()
+        save_checkpoint(os.path.join(logdir, CHECKPOINT), alg, lr_schedule,
+                        dict(run=run, env_steps=env_steps, updates=updates, replaced=replaced, spawned=spawned,
+                             recent=list(recent), wall_s=time.perf_counter() - start))
+    bar = tqdm(total=total_steps, initial=env_steps, disable=args.no_progress, unit="step", smoothing=0.05)
     interrupted = False
     try:
         while env_steps < total_steps and not reached:
@@ -423,6 +495,9 @@ def main() -> None:
                     buffer.clear()
                     weights = model.get_weights()
                     updates += 1
+                    if args.checkpoint_every and time.monotonic() - last_checkpoint >= 60 * args.checkpoint_every:
+                        checkpoint()
+                        last_checkpoint = time.monotonic()
                     if updates % 10 == 0:
                         for key, value in alg.get_info().items():
                             summary.add_scalar(key, value, env_steps)
@@ -438,8 +513,9 @@ def main() -> None:
                     reached = float(np.mean(eval_returns)) >= target
                     if reached:
                         break
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop, and still write the summary
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT / SIGTERM: stop, and still write the checkpoint and the summary
         interrupted = True
+    checkpoint()  # the unrolls gathered toward an unfinished learner batch are not in it
     bar.close()
     curve.close()
     wall_s = time.perf_counter() - start
@@ -456,7 +532,8 @@ def main() -> None:
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
         "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
         "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,
-        "interrupted": interrupted, "target_return": target, "loadavg": open("/proc/loadavg").read().split()[:3],
+        "interrupted": interrupted, "resumed": bool(resumed), "target_return": target,
+        "loadavg": open("/proc/loadavg").read().split()[:3],
     }
     summary.add_scalar("eval/return_mean", result["eval_return_mean"], env_steps)
     summary.flush()

@@ -166,3 +166,67 @@ def test_impala_config_errors_name_the_fix(args, message):
     proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), *args], capture_output=True,
                           text=True, timeout=120, cwd=str(ROOT))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+
+
+def test_impala_resume_goes_on_from_the_checkpoint(tmp_path):
+    """A run that stops writes checkpoint.pt; ``--resume DIR`` continues its counters, learner, curve and clock."""
+    first = run_example("impala", tmp_path, "--total-steps", str(5 * UNROLL_STEPS), "--target-return", "1e9")
+    assert (tmp_path / "checkpoint.pt").is_file() and first["updates"] == 5 and first["resumed"] is False
+    with open(tmp_path / "curve.csv") as f:
+        rows_before = f.readlines()
+    second = run_example("impala", tmp_path, "--resume", str(tmp_path), "--total-steps", str(12 * UNROLL_STEPS),
+                         "--target-return", "1e9")
+    assert second["resumed"] is True and second["updates"] == 12 and second["env_steps"] == 12 * UNROLL_STEPS
+    assert second["wall_s"] > first["wall_s"]  # the clock goes on from the first run's
+    with open(tmp_path / "curve.csv") as f:
+        rows_after = f.readlines()
+    assert rows_after[:len(rows_before)] == rows_before and rows_after.count(rows_before[0]) == 1  # one header
+
+
+def test_impala_resume_after_sigkill(tmp_path):
+    """SIGKILL of the learner between checkpoints: the resumed run starts from the last checkpoint and finishes."""
+    steps = 400 * UNROLL_STEPS
+    cmd = [sys.executable, str(EXAMPLES / "impala" / "train.py"), "--seed", "0", "--logdir", str(tmp_path),
+           "--no-progress", "--total-steps", str(steps), "--target-return", "1e9", "--checkpoint-every", "0.005"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(ROOT),
+                            env=dict(os.environ, PYTHONHASHSEED="0"))
+    try:
+        deadline = time.monotonic() + 240
+        while not (tmp_path / "checkpoint.pt").exists():  # the first checkpoint, ~0.3 s of training in
+            assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint written"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    import torch
+
+    saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert 0 < saved["env_steps"] < steps
+    result = run_example("impala", tmp_path, "--resume", str(tmp_path), "--total-steps", str(steps),
+                         "--target-return", "1e9", timeout=600)
+    assert result["resumed"] is True and result["env_steps"] == steps
+    assert result["updates"] == 400  # the updates before the checkpoint and those after it, none twice
+
+
+@pytest.mark.parametrize("damage, message", [
+    (None, "no checkpoint at"),
+    (b"", "is not a readable checkpoint of this example"),
+    (b"\x00garbage" * 100, "is not a readable checkpoint of this example"),
+])
+def test_impala_resume_refuses_a_missing_or_damaged_checkpoint(tmp_path, damage, message):
+    if damage is not None:
+        (tmp_path / "checkpoint.pt").write_bytes(damage)
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), "--resume", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 1 and message in proc.stderr and str(tmp_path) in proc.stderr, proc.stderr[-2000:]
+    assert "weights_only=False" not in proc.stderr
+
+
+def test_impala_resume_refuses_other_settings(tmp_path):
+    run_example("impala", tmp_path, "--total-steps", str(2 * UNROLL_STEPS), "--target-return", "1e9")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), "--resume", str(tmp_path),
+                           "--unroll-length", "10"], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 1 and "unroll_length: 20 there, 10 here" in proc.stderr, proc.stderr[-2000:]
