@@ -33,7 +33,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("the session's end", r"\b(at )?the end of the session\b|\bthe session'?s? end\b"),
     ("the session that ran", r"\bthe session that ran\b"),
     ("an earlier / later session", r"\b(an?|the) (earlier|later|previous|next) session\b"),
-    ("other sessions", r"\bother (helper )?sessions\b|\b(other|helper) sessions'"),
+    ("other sessions", r"\b(no |any )?other (helper )?sessions?\b|\b(other|helper) sessions'"),
     ("sessions' jobs", r"\bsessions' (jobs?|tests?|test suites?|work|training runs?|runs?|benchmarks?)\b"),
     ("helpers' jobs", r"\bhelpers?'s? (jobs?|tests?|test suites?|runs?|benchmarks?|sessions?)\b"),
     ("other helpers", r"\b(other|another|every other|the benchmark) helpers?\b(?! (function|method|class|module))"),
