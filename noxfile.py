@@ -70,7 +70,7 @@ EXTRA_TEST_DEPS: dict[str, tuple[str, ...]] = {
     "parl-monitor": ("selenium>=4.15",),
     "evokit": ("cma>=3.3", "gymnasium>=1.0", "psutil>=5.9", "tensorboardX>=2.6", "paddlepaddle>=3.0", "tqdm>=4.60"),
     # paddle too: PARL 2.2.1's paddle algorithm modules are in the names test (test_parl221_names.py); with both
-    # frameworks installed PARL's default is paddle, so this session selects torch (PARL_BACKEND) as its tests expect
+    # frameworks installed PARL's default is paddle, so this package's tests select torch (PARL_BACKEND) as they expect
     "parl": ("paddlepaddle>=3.0",),
 }
 # The documentation site: Sphinx and its extensions, matplotlib (the learning curves of examples/*/results), and

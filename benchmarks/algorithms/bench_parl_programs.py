@@ -41,11 +41,11 @@ autograd) and a subclass with ``no_grad_methods = ()`` (with autograd: the behav
 
 Usage (``chrt -f 5`` for timing runs on a shared machine; each child stays under a minute at these budgets)::
 
-    chrt -f 5 python benchmarks/algorithms/bench_parl_programs.py --parl-python /work/scratch/parl221/bin/python \\
+    chrt -f 5 python benchmarks/algorithms/bench_parl_programs.py --parl-python /tmp/parl221/bin/python \\
         --programs quickstart dqn ddpg --seeds 0 1 2
     chrt -f 5 python benchmarks/algorithms/bench_parl_programs.py --acting \\
-        --parl-python /work/scratch/parl221/bin/python
-    python benchmarks/algorithms/bench_parl_programs.py --dry-run --parl-python /work/scratch/parl221/bin/python
+        --parl-python /tmp/parl221/bin/python
+    python benchmarks/algorithms/bench_parl_programs.py --dry-run --parl-python /tmp/parl221/bin/python
 """
 
 from __future__ import annotations

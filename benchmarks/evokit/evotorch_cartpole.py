@@ -1,4 +1,4 @@
-"""The peer for the EvoKit CartPole row: EvoTorch's PGPE (ClipUp) on CartPole-v1, as in reference/anchors.md §4.
+"""The peer for the EvoKit CartPole row: EvoTorch's PGPE (ClipUp) on CartPole-v1.
 
 PGPE with population 40 (symmetric sampling), ClipUp, a ``Linear(4, 16) >> Tanh() >> Linear(16, 2)`` policy,
 ``GymNE`` evaluating one episode per solution, in-process (``--actors 0``) or on Ray actors. Solved means the

@@ -174,7 +174,7 @@ def run_one(args, lib: str, row: str, seed: int, budget: int) -> dict:
     os.makedirs(os.path.dirname(log), exist_ok=True)
     load_before, start = loadavg(), time.time()
     env, cwd = dict(os.environ), ROOT
-    if lib == "ours":  # that checkout's packages first, as /work/scratch/devenv.sh does
+    if lib == "ours":  # that checkout's packages first (its packages/*/src on PYTHONPATH)
         cwd = ours_root(args, row)
         src = [str(p) for p in sorted((cwd / "packages").glob("*/src"))]
         env["PYTHONPATH"] = os.pathsep.join(src + [p for p in [env.get("PYTHONPATH")] if p])

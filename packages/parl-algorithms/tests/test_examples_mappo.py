@@ -174,7 +174,7 @@ def test_collector_unroll_layout():
 
 @pytest.mark.slow
 def test_spread_learns_above_random(tmp_path):
-    # random play: -52.9 per agent (reference/marl.md, 200 episodes); after 24k env steps (30 updates of 32 envs x 25
+    # random play: -52.9 per agent (mean of 200 episodes); after 24k env steps (30 updates of 32 envs x 25
     # steps) 5 seeds of the 500k runs evaluated -39.1 .. -43.0 over 100 episodes (examples/mappo/README.md); the mean
     # of 32 greedy episodes has a standard error of about 2
     result = run_example("mappo", tmp_path, "--total-steps", "24000", "--eval-every", "24000", "--eval-episodes", "32",

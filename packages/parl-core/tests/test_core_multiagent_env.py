@@ -509,7 +509,7 @@ def test_maenv_seeding():
 
 
 def test_import_env_stays_cheap_and_maenv_imports_without_mpe2():
-    # `parl.env` re-exports these; that facade is tested in packages/parl/tests (this session has only parl-core)
+    # `parl.env` re-exports these; that facade is tested in packages/parl/tests (parl-core's tests run without it)
     code = (
         "import sys, parl_core.env\n"
         "from parl_core.env.multiagent_env import MAenv\n"
