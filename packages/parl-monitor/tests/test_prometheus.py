@@ -22,6 +22,7 @@ import urllib.request
 
 import pytest
 from browser_helpers import wait_for
+from test_dashboard import dashboard_exprs
 
 from parl_monitor import start_monitor_process, stop_monitor_process, wait_monitor_ready
 
@@ -160,6 +161,10 @@ def test_prometheus_scrapes_actors_grants_and_a_death(tmp_path):
         assert prometheus.scalar('increase(parl_actor_deaths_total{cause="killed"}[1m])') > 0
         assert prometheus.scalar("histogram_quantile(0.9, sum by (le) (parl_actor_grant_latency_seconds_bucket))") \
             is not None
+        # every expression of the shipped Grafana dashboard runs in Prometheus and finds series
+        for expr in dashboard_exprs():
+            promql = expr.replace("$__rate_interval", "1m")
+            assert prometheus.query(promql), f"the dashboard's {promql!r} found no series"
     finally:
         if client is not None:
             if client.poll() is None:

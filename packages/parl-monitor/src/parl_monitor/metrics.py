@@ -12,6 +12,7 @@ table is checked against it.
 
 from __future__ import annotations
 
+import pathlib
 import time
 from collections.abc import Iterator
 
@@ -83,6 +84,12 @@ def _family(kind: str, name: str, labels: tuple[str, ...] = (), value: float | N
     if kind == "counter":
         return CounterMetricFamily(name, _HELP[name + "_total"], value=value, labels=labels or None)
     return GaugeMetricFamily(name, _HELP[name], value=value, labels=labels or None)
+
+
+def grafana_dashboard() -> pathlib.Path:
+    """The path of the Grafana dashboard of these metrics shipped with the package (``grafana/parl-cluster.json``:
+    import it in Grafana, choosing the Prometheus data source that scrapes the monitor)."""
+    return pathlib.Path(__file__).parent / "grafana" / "parl-cluster.json"
 
 
 class ClusterCollector:
