@@ -23,6 +23,8 @@ DEFAULTS: dict[str, Any] = {
     "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
     "PUBLIC": False,  # True: on loopback, actor logs and tracebacks are shown without the token (--public)
     "METRICS_PUBLIC": False,  # True: /metrics needs no token off loopback either (--metrics-public)
+    "EVENTS_FILE": None,  # the cluster's event log (events-<port>.jsonl; `xparl start` passes it): the events page
+    "EVENTS_SHOWN": 200,  # the latest events the events page shows
     "CLIENT": None,  # a status client object (``state.StatusClient``); tests inject a fake here
     "CLIENT_TIMEOUT_S": 2.0,  # seconds the status client waits for the master
     "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
@@ -38,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
 # too unless PUBLIC, since every local user can reach a loopback port. (Elsewhere every route needs it.)
 PRIVATE_ENDPOINTS = frozenset({"api.actor_log", "api.actor_log_download", "api.errors", "views.errors"})
 _FLOATS = ("CLIENT_TIMEOUT_S", "CACHE_TTL_S", "HISTORY_INTERVAL_S", "REFRESH_S")
-_INTS = ("PAGE_SIZE", "HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
+_INTS = ("PAGE_SIZE", "EVENTS_SHOWN", "HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
 
 
 def is_loopback(host: str) -> bool:
@@ -83,7 +85,7 @@ def create_app(config: dict | None = None) -> Flask:
     if config:
         app.config.update(config)
     cfg = app.config
-    for key in ("ADDRESS", "TOKEN", "HOST"):
+    for key in ("ADDRESS", "TOKEN", "HOST", "EVENTS_FILE"):
         if cfg[key] is not None:
             cfg[key] = str(cfg[key])
     try:

@@ -88,30 +88,81 @@ class EventLog:
         self._handler.close()
 
 
+def rotated_files(path: pathlib.Path | str) -> list[pathlib.Path]:
+    """The event log ``path`` and its rotated files that exist, oldest first (``.3``, ``.2``, ``.1``, the log)."""
+    path = pathlib.Path(path)
+    rotated = [p for p in path.parent.glob(path.name + ".*") if p.suffix[1:].isdigit()]
+    return [*sorted(rotated, key=lambda p: -int(p.suffix[1:])), *([path] if path.exists() else [])]
+
+
+def _tail_lines(file: pathlib.Path, wanted: int | None, block: int = 65536) -> list[bytes]:
+    """The last ``wanted`` complete lines of ``file`` (all when None), read from its end."""
+    try:
+        with open(file, "rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            if wanted is None:
+                f.seek(0)
+                return f.read().splitlines()
+            data, pos = b"", end
+            while pos > 0 and data.count(b"\n") <= wanted:
+                step = min(block, pos)
+                pos -= step
+                f.seek(pos)
+                data = f.read(step) + data
+    except FileNotFoundError:  # rotated away meanwhile
+        return []
+    lines = data.splitlines()
+    if pos > 0:
+        lines = lines[1:]  # (cut at the block's start)
+    return lines[-wanted:] if wanted else []
+
+
+def parse_line(line: bytes | str) -> dict | None:
+    """One event from a line of the log, or None for a line that is not a JSON object (a write cut by a crash)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
 def read_events(path: pathlib.Path | str, last: int | None = None) -> list[dict]:
-    """The events in the log ``path`` and its rotated files (oldest first), the ``last`` ones when given; a line that
-    is not JSON (a write cut by a crash) is skipped.
+    """The events in the log ``path`` and its rotated files, oldest first: the ``last`` ones when given (read from
+    the files' ends, whatever their size). A line that is not JSON (a write cut by a crash) is skipped.
 
     Raises:
         FileNotFoundError: there is no event log at ``path``.
+        ValueError: ``last`` is below 1.
     """
-    path = pathlib.Path(path)
-    if not path.exists():
+    if last is not None and last < 1:
+        raise ValueError(f"last must be a number of events >= 1, got {last}")
+    files = rotated_files(path)
+    if not files:
         raise FileNotFoundError(f"no event log at {path}: the master writes it when started by `xparl start` or "
                                 "`parl.connect()` (a master of an earlier version writes none)")
-    files = sorted(path.parent.glob(path.name + ".*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit()
-                   else 0)  # fmt: skip
     events: list[dict] = []
-    for file in [*(f for f in files if f.suffix[1:].isdigit()), path]:
-        try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:  # rotated away meanwhile
-            continue
-        for line in text.splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                events.append(event)
+    for file in reversed(files):  # newest first, until enough
+        needed = None if last is None else last - len(events)
+        lines_read = needed
+        while True:  # (lines that are not JSON do not count: read more of the file's end for them)
+            lines = _tail_lines(file, lines_read)
+            found = [e for e in map(parse_line, lines) if e]
+            if needed is None or len(found) >= needed or len(lines) < lines_read:
+                break
+            lines_read *= 2
+        events[:0] = found[-needed:] if needed else found
+        if last is not None and len(events) >= last:
+            break
     return events[-last:] if last else events
+
+
+def format_event(event: dict) -> str:
+    """One event as a line for people: ``2026-01-02 03:04:05 UTC actor_died actor_id=a-.. cause_kind=killed ...``."""
+    import datetime as _dt
+
+    when = event.get("time")
+    stamp = (_dt.datetime.fromtimestamp(float(when), _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+             if isinstance(when, (int, float)) else "-")
+    fields = " ".join(f"{k}={json.dumps(v) if isinstance(v, str) and (' ' in v or not v) else v}"
+                      for k, v in event.items() if k not in ("time", "seq", "master_pid", "event"))
+    return f"{stamp} {event.get('event', '?'):<18} {fields}".rstrip()
