@@ -217,3 +217,36 @@ def test_cli_has_metrics_public():
 
     result = CliRunner().invoke(main, ["--help"])
     assert "--metrics-public" in result.output
+
+
+def readme_metrics_table() -> list[list[str]]:
+    """The rows of the metrics table in the README's "Operating a cluster" section: ``[name, type, unit, labels,
+    meaning]``."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## Operating a cluster"):]
+    section = section[: section.index("\n## ", 1)]
+    start = section.index("| name | type | unit | labels | meaning |")
+    rows = []
+    for line in section[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_every_metric_in_the_readme_is_served(mclient):
+    mclient.get("/")
+    fams = families(mclient.get("/metrics").text)
+    served = exposed_names(fams)
+    rows = readme_metrics_table()
+    assert len(rows) >= 30
+    listed = {name: (kind, unit, labels) for name, kind, unit, labels, _ in METRICS}
+    for name, kind, unit, labels, meaning in rows:
+        name = name.strip("`")
+        assert name in served, f"the README lists {name}, which /metrics does not serve"
+        assert listed[name][0] == kind and (listed[name][1] or "-") == unit, name
+        assert [x.strip("`") for x in labels.split(", ")] == list(listed[name][2] or ["-"]), name
+        assert meaning
+    assert {r[0].strip("`") for r in rows} == set(listed)  # and the README lists every one
