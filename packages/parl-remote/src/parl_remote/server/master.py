@@ -70,10 +70,8 @@ class Master(Scheduling):
         gpu_cluster: started by ``xparl start --gpu_cluster`` (reported in ``status()``: ``xparl connect --gpu``
             then adds a GPU-only worker, PARL's rule).
         events_file: where the cluster's event log goes (``server.events``: one JSON line per event, rotated by
-            size); None writes none.
-
-    Raises:
-        OSError: the event log cannot be opened.
+            size); None writes none. A file that cannot be opened is reported in the master's log and the master
+            runs without one.
     """
 
     def __init__(self, host: str, port: int, token: str, monitor_port: int | None = None,
@@ -125,7 +123,13 @@ class Master(Scheduling):
         self.refused_registrations = 0  # worker registrations answered with an ERROR (``registration_problem``)
         # grants, refusals, deaths by cause, heartbeats missed, grant latency: moved by events, never by a heartbeat
         self.counters = Counters()
-        self.events = EventLog(events_file) if events_file else None
+        self.events = None
+        if events_file:
+            try:
+                self.events = EventLog(events_file)
+            except OSError as exc:  # a cluster runs without its event log rather than not at all
+                logger.warning("no event log: cannot open %s (%s); check that folder's permissions and space",
+                               events_file, exc)
         self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
