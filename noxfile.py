@@ -170,6 +170,8 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "parl-monitor":
         # The browser tests drive Debian's chromium (no browser download works here); idempotent.
         session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_chromium.sh"), external=True)
+        # The scrape test starts Debian's prometheus on loopback against the monitor's /metrics; idempotent.
+        session.run("bash", str(ROOT / "packages" / "parl-monitor" / "tests" / "install_prometheus.sh"), external=True)
     env = {"PYTHONHASHSEED": "0", **({"PARL_BACKEND": "torch"} if package == "parl" else {})}
     session.run("pytest", str(ROOT / "packages" / package / "tests"), *NOT_RAY, *DURATIONS, *PARALLEL, *session.posargs,
                 env=env)

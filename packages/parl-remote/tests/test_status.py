@@ -11,7 +11,11 @@ import parl_remote as xparl
 
 pytestmark = pytest.mark.timeout(60)
 
-STATUS_KEYS = {"master", "cpus", "gpus", "workers", "clients", "actors"}
+STATUS_KEYS = {"master", "cpus", "gpus", "workers", "clients", "actors", "counts", "counters", "process"}
+COUNTS_KEYS = {"workers_unreachable", "messages_received"}
+COUNTERS_KEYS = {"actor_grants", "actor_refusals", "actor_deaths", "heartbeats_missed", "workers_joined",
+                 "workers_lost", "worker_registrations_refused", "grant_latency_s"}  # fmt: skip
+PROCESS_KEYS = {"cpu_seconds", "resident_memory_bytes", "open_fds", "open_sockets", "time"}
 MASTER_KEYS = {"address", "version", "pid", "started_at"}
 CPU_KEYS = {"total", "used", "vacant"}
 WORKER_KEYS = {"id", "host", "pid", "cpus_total", "cpus_used", "gpus", "gpus_used", "gpu_only", "memory_total_mb",
@@ -43,6 +47,11 @@ def test_status_has_exactly_the_contract_keys(connected, status_client):
     assert set(status["master"]) - MASTER_KEYS <= {"monitor_port", "gpu_cluster"}
     assert set(status["cpus"]) == CPU_KEYS
     assert set(status["gpus"]) == CPU_KEYS
+    assert set(status["counts"]) == COUNTS_KEYS and set(status["counters"]) == COUNTERS_KEYS
+    assert set(status["process"]) == PROCESS_KEYS and status["process"]["resident_memory_bytes"] > 0
+    assert status["counters"]["actor_grants"] >= 1 and status["counters"]["grant_latency_s"]["count"] >= 1
+    assert status["counters"]["grant_latency_s"]["buckets"][-1] == ["+Inf", status["counters"]["grant_latency_s"][
+        "count"]]
     assert status["cpus"]["total"] == 3 and status["cpus"]["used"] == 1 and status["cpus"]["vacant"] == 2
     (worker,) = status["workers"]
     assert set(worker) == WORKER_KEYS

@@ -123,6 +123,17 @@ def errors():
     return jsonify(data.errors_page(visible_status()))
 
 
+@bp.get("/events")
+def events():
+    """The cluster's latest events, oldest first: ``{"events": [...], "file": path}``; ``last`` (1..10000, default
+    ``EVENTS_SHOWN``) of them. 404 when the monitor was started without ``--events-file``."""
+    last = _int_arg("last", current_app.config["EVENTS_SHOWN"], 1, 10_000)
+    if not current_app.config["EVENTS_FILE"]:
+        abort(404, description="this monitor has no event log: start it with --events-file PATH (the cluster's "
+                               "events-<port>.jsonl; `xparl start` passes it)")
+    return jsonify(data.events_page(current_app.config["EVENTS_FILE"], last))
+
+
 @bp.get("/actors/<actor_id>/log")
 def actor_log(actor_id: str):
     """A chunk of an actor's log from ``offset`` (bytes, default 0), at most ``max_bytes``.

@@ -6,6 +6,7 @@ import datetime as _dt
 import hmac
 import ipaddress
 import secrets
+import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,6 +22,9 @@ DEFAULTS: dict[str, Any] = {
     "PORT": None,  # the monitor's own port (shown in pages only)
     "REQUIRE_TOKEN": None,  # None: required iff HOST is not loopback; True/False forces it
     "PUBLIC": False,  # True: on loopback, actor logs and tracebacks are shown without the token (--public)
+    "METRICS_PUBLIC": False,  # True: /metrics needs no token off loopback either (--metrics-public)
+    "EVENTS_FILE": None,  # the cluster's event log (events-<port>.jsonl; `xparl start` passes it): the events page
+    "EVENTS_SHOWN": 200,  # the latest events the events page shows
     "CLIENT": None,  # a status client object (``state.StatusClient``); tests inject a fake here
     "CLIENT_TIMEOUT_S": 2.0,  # seconds the status client waits for the master
     "CACHE_TTL_S": 1.0,  # a status snapshot is reused for at most this long
@@ -36,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
 # too unless PUBLIC, since every local user can reach a loopback port. (Elsewhere every route needs it.)
 PRIVATE_ENDPOINTS = frozenset({"api.actor_log", "api.actor_log_download", "api.errors", "views.errors"})
 _FLOATS = ("CLIENT_TIMEOUT_S", "CACHE_TTL_S", "HISTORY_INTERVAL_S", "REFRESH_S")
-_INTS = ("PAGE_SIZE", "HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
+_INTS = ("PAGE_SIZE", "EVENTS_SHOWN", "HISTORY_SIZE", "LOG_CHUNK_BYTES", "LOG_DOWNLOAD_MAX_BYTES")
 
 
 def is_loopback(host: str) -> bool:
@@ -58,7 +62,9 @@ def create_app(config: dict | None = None) -> Flask:
     ``client`` attribute is the contract-B status client. Nothing is contacted until the first request.
 
     Access: bound to a non-loopback ``HOST`` (or with ``REQUIRE_TOKEN``), every route but ``/healthz`` and static
-    files needs the token. On loopback, the figures are open, but what the actors themselves wrote (logs, error
+    files needs the token, and ``/metrics`` too unless ``METRICS_PUBLIC`` (``--metrics-public``: a Prometheus
+    server on a private network scrapes it without the token). On loopback, the figures (``/metrics`` included)
+    are open, but what the actors themselves wrote (logs, error
     messages and tracebacks: ``PRIVATE_ENDPOINTS``, and ``last_error`` in every record) needs the token as well,
     since any local user can reach a loopback port; ``PUBLIC=True`` (``--public``) opens them to every local user.
 
@@ -79,7 +85,7 @@ def create_app(config: dict | None = None) -> Flask:
     if config:
         app.config.update(config)
     cfg = app.config
-    for key in ("ADDRESS", "TOKEN", "HOST"):
+    for key in ("ADDRESS", "TOKEN", "HOST", "EVENTS_FILE"):
         if cfg[key] is not None:
             cfg[key] = str(cfg[key])
     try:
@@ -105,21 +111,26 @@ def create_app(config: dict | None = None) -> Flask:
     cfg["SESSION_COOKIE_SAMESITE"] = cfg.get("SESSION_COOKIE_SAMESITE") or "Strict"  # Flask's default is None
     cfg["SESSION_COOKIE_HTTPONLY"] = True
 
-    app.extensions[EXTENSION] = MonitorState(
+    monitor_state = app.extensions[EXTENSION] = MonitorState(
         cfg["CLIENT"], address=cfg["ADDRESS"], token=cfg["TOKEN"], cache_ttl_s=cfg["CACHE_TTL_S"],
         history_size=cfg["HISTORY_SIZE"], history_interval_s=cfg["HISTORY_INTERVAL_S"],
         client_timeout_s=cfg["CLIENT_TIMEOUT_S"])
 
+    from parl_monitor import metrics
     from parl_monitor.api import bp as api_bp
     from parl_monitor.views import bp as views_bp
 
+    app.extensions[metrics.EXTENSION] = metrics.MonitorMetrics(monitor_state)
     app.register_blueprint(views_bp)
     app.register_blueprint(api_bp, url_prefix="/api")
+    app.before_request(_start_timer)  # first: the request-latency histogram times refusals too
+    app.after_request(_observe_request)
     app.before_request(_check_host)
     app.before_request(_check_token)
     app.register_error_handler(ClusterUnavailableError, _cluster_unavailable)
     app.register_error_handler(HTTPException, _http_error)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    app.add_url_rule("/metrics", "metrics", _metrics)
     app.jinja_env.filters.update(ts=format_time, ago=format_ago, mb=format_mb)
     app.jinja_env.globals.update(private_visible=private_visible,
                                  now=lambda: _dt.datetime.now(_dt.timezone.utc).timestamp())
@@ -132,6 +143,47 @@ state = current_state  # the former name
 def wants_json() -> bool:
     """True for requests to the JSON API."""
     return request.path == "/api" or request.path.startswith("/api/")
+
+
+def wants_text() -> bool:
+    """True for requests to ``/metrics`` (a scraper: errors are answered as plain text)."""
+    return request.path == "/metrics"
+
+
+def _text_error(message: str, code: int, headers: dict | None = None):
+    return current_app.response_class(message.rstrip() + "\n", status=code, mimetype="text/plain",
+                                      headers={"Cache-Control": "no-store", **(headers or {})})
+
+
+def _start_timer():
+    g.parl_monitor_started = time.perf_counter()
+
+
+def _observe_request(response):
+    from parl_monitor import metrics
+
+    started = g.get("parl_monitor_started")
+    if started is not None:
+        current_app.extensions[metrics.EXTENSION].observe(request.endpoint, started)
+    return response
+
+
+def _metrics():
+    """``GET /metrics``: the cluster's figures in the Prometheus text format (``parl_monitor.metrics``).
+
+    ``name[]=<metric>`` (repeatable, Prometheus' convention) keeps only those families; other query parameters are
+    ignored, as on every route. A master that does not answer is ``parl_master_up 0`` with status 200.
+    """
+    from prometheus_client import generate_latest
+
+    from parl_monitor import metrics
+
+    registry = current_app.extensions[metrics.EXTENSION].registry
+    names = request.args.getlist("name[]")
+    if names:
+        registry = metrics.Only(registry, names)
+    return current_app.response_class(generate_latest(registry), mimetype=None,
+                                      headers={"Content-Type": metrics.CONTENT_TYPE, "Cache-Control": "no-store"})
 
 
 def _check_host():
@@ -169,7 +221,7 @@ def _check_token():
     when ``REQUIRE_TOKEN``; otherwise (loopback) only ``PRIVATE_ENDPOINTS``, and only unless ``PUBLIC``.
     """
     cfg = current_app.config
-    if request.endpoint in ("healthz", "static"):
+    if request.endpoint in ("healthz", "static") or (request.endpoint == "metrics" and cfg["METRICS_PUBLIC"]):
         return None
     g.parl_monitor_auth = bool(session.get("parl_monitor_auth"))
     expected = (cfg["TOKEN"] or "").encode()
@@ -181,7 +233,7 @@ def _check_token():
         elif given is not None and hmac.compare_digest(given.encode(), expected):
             g.parl_monitor_auth = True
             session["parl_monitor_auth"] = True
-            if request.method == "GET" and not wants_json():
+            if request.method == "GET" and not wants_json() and not wants_text():  # (a scraper keeps no cookie)
                 args = request.args.to_dict(flat=False)
                 args.pop("token", None)
                 query = urlencode([(k, v) for k, vs in args.items() for v in vs])
@@ -204,18 +256,26 @@ def _check_token():
 
 
 def _unauthorized(message: str, code: int = 401):
+    if wants_text():
+        return _text_error(message, code)
     if wants_json():
         return jsonify(error="unauthorized", message=message), code
     return render_template("error.html", code=code, title="Token required", message=message), code
 
 
 def _cluster_unavailable(exc: ClusterUnavailableError):
+    if wants_text():
+        return _text_error(str(exc), 503)
     if wants_json():
         return jsonify(error="cluster_unavailable", message=str(exc)), 503
     return render_template("error.html", code=503, title="Cluster unavailable", message=str(exc)), 503
 
 
 def _http_error(exc: HTTPException):
+    if wants_text():
+        allow = exc.get_headers()
+        return _text_error(f"{exc.code} {exc.name}: {exc.description}", exc.code,
+                           {k: v for k, v in allow if k.lower() == "allow"})
     if wants_json():
         return jsonify(error=exc.name.lower().replace(" ", "_"), message=exc.description), exc.code
     return render_template("error.html", code=exc.code, title=exc.name, message=exc.description), exc.code

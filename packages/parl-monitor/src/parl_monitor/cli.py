@@ -48,6 +48,12 @@ def _watch_parent(pid: int, stop: threading.Event, on_exit) -> None:
 @click.option("--public", is_flag=True, default=False,
               help="On loopback, show actor logs, error messages and tracebacks to every user of this machine "
                    "without the token (they need it otherwise).")
+@click.option("--metrics-public", is_flag=True, default=False,
+              help="Serve /metrics without the token when bound to a non-loopback address, for a Prometheus "
+                   "server on a private network (every other route still needs the token).")
+@click.option("--events-file", type=click.Path(dir_okay=False), default=None, envvar="PARL_MONITOR_EVENTS_FILE",
+              help="The cluster's event log (events-<port>.jsonl in its log folder; `xparl start` passes it), shown "
+                   "at /events.")
 @click.option("--refresh-s", type=click.FloatRange(min=0.2), default=2.0, show_default=True,
               help="Seconds between two refreshes of a page.")
 @click.option("--poll-s", type=click.FloatRange(min=0.2), default=2.0, show_default=True,
@@ -57,7 +63,8 @@ def _watch_parent(pid: int, stop: threading.Event, on_exit) -> None:
               help="Write the monitor's pid here while it runs.")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO",
               show_default=True)
-def main(address, port, host, token, public, refresh_s, poll_s, parent_pid, pid_file, log_level) -> None:
+def main(address, port, host, token, public, metrics_public, events_file, refresh_s, poll_s, parent_pid, pid_file,
+         log_level) -> None:
     """Serve the web monitor of the xparl cluster at ADDRESS."""
     from werkzeug.serving import make_server
 
@@ -77,7 +84,7 @@ def main(address, port, host, token, public, refresh_s, poll_s, parent_pid, pid_
             except AuthenticationError:
                 token = None
         app = create_app({"ADDRESS": address, "TOKEN": token, "HOST": host, "PORT": port, "PUBLIC": public,
-                          "REFRESH_S": refresh_s,
+                          "METRICS_PUBLIC": metrics_public, "EVENTS_FILE": events_file, "REFRESH_S": refresh_s,
                           "HISTORY_INTERVAL_S": poll_s})
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
@@ -105,6 +112,9 @@ def main(address, port, host, token, public, refresh_s, poll_s, parent_pid, pid_
     if public and not app.config["REQUIRE_TOKEN"]:
         click.echo(f"parl monitor: --public: actor logs and tracebacks on http://{shown}:{port}/ are open to every "
                    "user of this machine")
+    if metrics_public and app.config["REQUIRE_TOKEN"]:
+        click.echo(f"parl monitor: --metrics-public: http://{shown}:{port}/metrics is open to every host that reaches "
+                   f"{host}:{port}")
     try:
         server.serve_forever()
     finally:

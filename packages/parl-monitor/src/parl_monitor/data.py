@@ -179,3 +179,18 @@ def redact_errors(snapshot: dict) -> dict:
         actors.append(actor)
     out["actors"] = actors
     return out
+
+
+def events_page(events_file: str | None, last: int) -> dict[str, Any]:
+    """The latest ``last`` events of the cluster's event log (``parl_remote.server.events``), oldest first:
+    ``{"file": path or None, "events": [...]}``; ``file`` is None when the monitor has no event log, and the list is
+    empty while the log does not exist yet."""
+    if not events_file:
+        return {"file": None, "events": []}
+    from parl_remote.server.events import read_events
+
+    try:
+        events = read_events(events_file, last)
+    except FileNotFoundError:
+        events = []
+    return {"file": events_file, "events": events}

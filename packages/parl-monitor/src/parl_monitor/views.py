@@ -69,6 +69,14 @@ def errors():
     return _render("errors", "Remote errors", **data.errors_page(visible_status()))
 
 
+@bp.get("/events")
+def events():
+    """The cluster's latest events (workers, clients, actors granted / ended / died, master restarts), newest first."""
+    page = data.events_page(current_app.config["EVENTS_FILE"], current_app.config["EVENTS_SHOWN"])
+    page["events"] = page["events"][::-1]
+    return _render("events", "Cluster events", **page)
+
+
 # PARL's monitor URLs (parl/remote/monitor.py), so bookmarks and scripts written for PARL land on our pages
 @bp.get("/workers")
 def parl_workers():

@@ -9,6 +9,8 @@ The token: ``--token-file F``, else ``$XPARL_TOKEN`` (``--token T`` is accepted 
 ``ps``, so it warns); ``xparl connect`` on the machine of ``xparl start`` finds the cluster's token file.
 - ``xparl status [--address A]``: ask each master (recorded locally, or the given one).
 - ``xparl stop [--port P]``: stop the clusters this user started, through their pid files only.
+- ``xparl events [--port P] [-n N] [-f]``: the cluster's latest events from its event log (``server.events``), and
+  with ``-f`` those that follow.
 
 PARL's underscore spellings (``--cpu_num``, ``--monitor_port``, ``--gpu_cluster``) are accepted as aliases.
 GPUs: ``xparl start [--gpu 0,1]`` and ``xparl connect --gpu 0,1`` offer GPUs to ``n_gpu`` actors (see
@@ -228,9 +230,10 @@ def start(
         f"  add CPUs from another machine: xparl connect --address <this host's IP>:{port} --token-file <a copy of it>"
         + ("" if host != "127.0.0.1" else "  (start with --host 0.0.0.0 to accept other machines)")
     )
-    click.echo(f"  logs: {cdir}")
+    click.echo(f"  logs: {cdir}; events: xparl events --port {port} -f")
     if monitor_port and not no_monitor:
-        pid = monitor_hook.start_monitor(local.address, monitor_port, local.token, cdir, local.master.pid)
+        pid = monitor_hook.start_monitor(local.address, monitor_port, local.token, cdir, local.master.pid,
+                                         events_file=local.events_file)
         if pid is None:
             click.echo("  monitor: not started (parl-monitor is not installed: pip install parl-monitor)")
         else:
@@ -354,6 +357,89 @@ def status(address: str | None, token: str | None, as_json: bool) -> None:
         click.echo(json.dumps(result, indent=1) if as_json else _status_line(target, result))
     if failures:
         raise click.ClickException("; ".join(failures))
+
+
+def _events_path(port: int | None, file: str | None) -> pathlib.Path:
+    """The event log ``xparl events`` reads: ``--file``, else that of the cluster on ``--port`` started here, else
+    that of the only cluster started here."""
+    from parl_remote.server.events import events_file
+
+    if file:
+        return pathlib.Path(file)
+    if port is None:
+        root = config.state_dir() / "clusters"
+        logs = sorted(root.glob("*/events-*.jsonl")) if root.exists() else []
+        if len(logs) != 1:
+            ports = ", ".join(p.parent.name for p in logs) or "none"
+            raise click.UsageError(f"pass --port P (the master's port; clusters with an event log here: {ports}) or "
+                                   "--file PATH (events-<port>.jsonl in the cluster's log folder)")
+        return logs[0]
+    return events_file(config.cluster_dir(port), port)
+
+
+def _follow(path: pathlib.Path, printed: set, show) -> None:
+    """Prints the events appended to ``path`` from its current end, across rotations, until Ctrl-C."""
+    from parl_remote.server.events import parse_line
+
+    f = open(path, "rb")  # noqa: SIM115 - reopened on rotation
+    f.seek(0, os.SEEK_END)
+    pending = b""
+    try:
+        while True:
+            chunk = f.read()
+            if chunk:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    event = parse_line(line)
+                    if event is not None and (event.get("master_pid"), event.get("seq")) not in printed:
+                        show(event)
+                continue
+            try:
+                rotated = os.stat(path).st_ino != os.fstat(f.fileno()).st_ino or os.stat(path).st_size < f.tell()
+            except FileNotFoundError:  # between the rename and the new file
+                rotated = False
+            if rotated:
+                f.close()
+                f = open(path, "rb")  # noqa: SIM115
+                pending = b""
+                continue
+            time.sleep(0.25)  # the file's poll interval while following
+    finally:
+        f.close()
+
+
+@main.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="The master port of a cluster started here  [default: the only one with an event log]")
+@click.option("--file", "file", type=click.Path(dir_okay=False), default=None,
+              help="An event log (events-<port>.jsonl in a cluster's log folder), e.g. copied from another machine.")
+@click.option("-n", "--lines", "lines", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many of the latest events to print first.")
+@click.option("-f", "--follow", is_flag=True, default=False, help="Go on printing new events as they come (Ctrl-C "
+              "stops).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print the JSON lines as the log holds them.")
+def events(port: int | None, file: str | None, lines: int, follow: bool, as_json: bool) -> None:
+    """Print the latest events of a cluster (workers joined / lost, clients, actors granted / ended / died with
+    their cause, master restarts) from its event log, and with -f follow it."""
+    from parl_remote.server.events import format_event, read_events
+
+    path = _events_path(port, file)
+
+    def show(event: dict) -> None:
+        click.echo(json.dumps(event, separators=(",", ":")) if as_json else format_event(event))
+
+    try:
+        recent = read_events(path, lines) if lines else []
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    for event in recent:
+        show(event)
+    if follow:
+        try:
+            _follow(path, {(e.get("master_pid"), e.get("seq")) for e in recent}, show)
+        except KeyboardInterrupt:
+            pass
 
 
 @main.command()

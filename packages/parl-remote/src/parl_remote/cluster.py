@@ -21,6 +21,7 @@ import sys
 import time
 
 from parl_remote import config
+from parl_remote.server.events import events_file
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ class LocalCluster:
         token: cluster token (default: a new random one).
         parent_pid: the processes exit when this process ends (embedded clusters); None: detached.
         monitor_port: stored for the monitor.
-        log_dir: where master.log / worker.log go (default ``<state dir>/logs``).
+        log_dir: where master.log / worker.log and the event log (``events-<port>.jsonl``: ``server.events``) go
+            (default ``<state dir>/logs``).
         gpus: GPU ids the worker offers (``"0,1"``; ``""`` none); None: the worker detects them
             (``parl_remote.gpus.detect``).
         gpu_cluster: PARL's GPU cluster (``xparl start --gpu_cluster``): the master says so in its status and the
@@ -80,6 +82,7 @@ class LocalCluster:
         self.gpu_cluster = gpu_cluster
         self.master: subprocess.Popen | None = None
         self.worker: subprocess.Popen | None = None
+        self.events_file: pathlib.Path | None = None  # the event log, once started
 
     @property
     def address(self) -> str:
@@ -99,7 +102,9 @@ class LocalCluster:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         tag = f"{self.port}" if self.port else f"embedded-{os.getpid()}"
         master_log = self.log_dir / f"master-{tag}.log"
-        cmd = [sys.executable, "-m", "parl_remote.server.master", "--host", self.host, "--port", str(self.port)]
+        self.events_file = events_file(self.log_dir, tag)
+        cmd = [sys.executable, "-m", "parl_remote.server.master", "--host", self.host, "--port", str(self.port),
+               "--events-file", os.fspath(self.events_file)]  # fmt: skip
         if self.monitor_port:
             cmd += ["--monitor-port", str(self.monitor_port)]
         if self.parent_pid:

@@ -19,7 +19,8 @@ def monitor_available() -> bool:
     return importlib.util.find_spec("parl_monitor") is not None
 
 
-def start_monitor(address: str, port: int, token: str, cluster_dir: pathlib.Path, master_pid: int) -> int | None:
+def start_monitor(address: str, port: int, token: str, cluster_dir: pathlib.Path, master_pid: int,
+                  events_file: pathlib.Path | None = None) -> int | None:
     """Starts ``python -m parl_monitor`` for a cluster in the background and records its pid in ``monitor.pid``.
 
     Args:
@@ -28,6 +29,7 @@ def start_monitor(address: str, port: int, token: str, cluster_dir: pathlib.Path
         token: the cluster token (passed through the environment, never on the command line).
         cluster_dir: the cluster's state folder (pid files, ``monitor.log``).
         master_pid: the monitor exits when this process ends.
+        events_file: the cluster's event log, shown on the monitor's events page (None: no page).
 
     Returns:
         The monitor's pid, or None when ``parl_monitor`` is not installed.
@@ -38,6 +40,8 @@ def start_monitor(address: str, port: int, token: str, cluster_dir: pathlib.Path
         sys.executable, "-m", "parl_monitor", "--address", address, "--port", str(port), "--host", "127.0.0.1",
         "--parent-pid", str(master_pid), "--pid-file", os.fspath(cluster_dir / "monitor-running.pid"),
     ]  # fmt: skip
+    if events_file is not None:
+        cmd += ["--events-file", os.fspath(events_file)]
     env = {**os.environ, "PARL_MONITOR_TOKEN": token}
     with open(cluster_dir / "monitor.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,

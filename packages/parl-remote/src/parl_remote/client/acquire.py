@@ -30,14 +30,16 @@ def acquire(client: Client, class_name: str, max_memory_mb: float | None, n_gpu:
             cluster that did not start its jobs.
         RemoteError: an unexpected answer from the master.
     """
-    deadline = time.monotonic() + client.resource_wait_s
+    first_asked = time.monotonic()
+    deadline = first_asked + client.resource_wait_s
     startup_deadline = 0.0
     delay_s = 0.01
     warned = False
     while True:
         kind, body = client.master.request(
             MsgType.ACQUIRE_JOB,
-            {"client_id": client.client_id, "class_name": class_name, "max_memory_mb": max_memory_mb, "n_gpu": n_gpu},
+            {"client_id": client.client_id, "class_name": class_name, "max_memory_mb": max_memory_mb, "n_gpu": n_gpu,
+             "waited_s": time.monotonic() - first_asked},  # the master's grant latency histogram
         )
         if kind is MsgType.REPLY:
             return body

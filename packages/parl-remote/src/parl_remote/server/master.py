@@ -39,6 +39,8 @@ from typing import Any
 import zmq
 
 from parl_remote import __version__, config
+from parl_remote.server.counters import Counters
+from parl_remote.server.events import ASKED_ENDS, EventLog
 from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot, status_summary
 from parl_remote.server.scheduling import Scheduling, VacancyIndex, assignment
 from parl_remote.transport import zmq_io
@@ -67,10 +69,13 @@ class Master(Scheduling):
         monitor_port: stored for the monitor; reported in ``status()``.
         gpu_cluster: started by ``xparl start --gpu_cluster`` (reported in ``status()``: ``xparl connect --gpu``
             then adds a GPU-only worker, PARL's rule).
+        events_file: where the cluster's event log goes (``server.events``: one JSON line per event, rotated by
+            size); None writes none. A file that cannot be opened is reported in the master's log and the master
+            runs without one.
     """
 
     def __init__(self, host: str, port: int, token: str, monitor_port: int | None = None,
-                 gpu_cluster: bool = False) -> None:
+                 gpu_cluster: bool = False, events_file: str | os.PathLike | None = None) -> None:
         self.signer = protocol.Signer(token)
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
@@ -116,6 +121,15 @@ class Master(Scheduling):
         self.sender_fd = -1  # the file descriptor of its connection
         self.messages_received = 0  # every message read (status: an idle cluster adds none per heartbeat)
         self.refused_registrations = 0  # worker registrations answered with an ERROR (``registration_problem``)
+        # grants, refusals, deaths by cause, heartbeats missed, grant latency: moved by events, never by a heartbeat
+        self.counters = Counters()
+        self.events = None
+        if events_file:
+            try:
+                self.events = EventLog(events_file)
+            except OSError as exc:  # a cluster runs without its event log rather than not at all
+                logger.warning("no event log: cannot open %s (%s); check that folder's permissions and space",
+                               events_file, exc)
         self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
@@ -156,6 +170,11 @@ class Master(Scheduling):
         except zmq.ZMQError as exc:
             logger.warning("cannot send %s: %s", msg_type.name, exc)
 
+    def _event(self, kind: str, **fields) -> None:
+        """One line of the event log (``server.events``), when there is one."""
+        if self.events is not None:
+            self.events.write(kind, **fields)
+
     # ----------------------------------------------------------------------------------- workers
     def on_worker_register(self, msg: Message) -> None:
         # a dropped connection's file descriptor may be this one's now: its DISCONNECTED (queued before this
@@ -169,6 +188,8 @@ class Master(Scheduling):
                        f"which is connected: a worker id belongs to one process")  # fmt: skip
         if problem is not None:
             self.refused_registrations += 1
+            self.counters.registrations_refused += 1
+            self._event("worker_refused", reason=problem)
             if self.refused_registrations in (1, 10, 100, 1000) or self.refused_registrations % 10_000 == 0:
                 logger.warning("refused %d worker registration(s) (the last: %s)", self.refused_registrations, problem)
             self._reply(msg, {"error": f"registration refused: {problem}"}, MsgType.ERROR)
@@ -241,6 +262,9 @@ class Master(Scheduling):
             info.cpus_total,
             ",".join(info.gpus) or "none",
         )
+        self.counters.workers_joined += 1
+        self._event("worker_joined", worker_id=wid, host=info.host, pid=info.pid, cpus=info.cpus_total,
+                    gpus=info.gpus, rejoined=old is not None or bool(body.get("busy_jobs")), actors=sorted(info.busy))
         self._reply(msg, {"master_pid": os.getpid(), "liveness": "zmtp"})  # (a worker sends heartbeat messages
         # to a master whose answer lacks it)
 
@@ -329,6 +353,10 @@ class Master(Scheduling):
         if actor is None:
             return
         actor.update(state="dead", ended_at=time.time(), death_cause=cause)
+        kind = self.counters.died(cause)
+        self._event("actor_ended" if kind in ASKED_ENDS else "actor_died", actor_id=actor_id,
+                    class_name=actor["class_name"], client_id=actor["client_id"], worker_id=actor["worker_id"],
+                    cause=cause, cause_kind=kind)
         self.dead_actors[actor_id] = actor
         while len(self.dead_actors) > config.get("DEAD_ACTORS_KEPT"):
             self.dead_actors.popitem(last=False)
@@ -353,6 +381,8 @@ class Master(Scheduling):
             self._reply(msg, {"kind": "version", "message": text}, MsgType.ERROR)
             return
         cid = body["client_id"]
+        self._event("client_connected", client_id=cid, host=body["host"], pid=body["pid"], script=body["script"],
+                    reconnected=cid in self.clients or bool(body.get("actors")))
         info = ClientInfo(cid, self.sender, body["host"], body["pid"], body["script"], body["started_at"])
         info.actors = {a for a in body.get("actors", []) if a in self.actors}
         self.clients[cid] = info
@@ -376,6 +406,7 @@ class Master(Scheduling):
         info = self.clients.pop(client_id, None)
         if info is None:
             return
+        self._event("client_gone", client_id=client_id, reason=cause)
         self._changed()
         for actor_id in list(info.actors):
             actor = self.actors.get(actor_id)
@@ -428,9 +459,12 @@ class Master(Scheduling):
         self._send(worker.identity, MsgType.READ_LOG, body, req_id=forward_id)
 
     # -------------------------------------------------------------------------------------- loop
-    def _lose(self, info: WorkerInfo, now: float) -> None:
+    def _lose(self, info: WorkerInfo, now: float, reason: str) -> None:
         """Lists a worker unreachable: no new actors; its actors ``unreachable`` until it registers again or
-        ``LINK_GRACE_S`` passes."""
+        ``LINK_GRACE_S`` passes. ``reason``: why, for the event log."""
+        self.counters.heartbeats_missed["worker"] += 1
+        self._event("worker_unreachable", worker_id=info.worker_id, host=info.host, reason=reason,
+                    actors=sorted(info.busy))
         del self.workers[info.worker_id]
         self.worker_by_identity.pop(info.identity, None)
         self.polled.pop(info.worker_id, None)
@@ -468,7 +502,7 @@ class Master(Scheduling):
                        "actor(s) wait for it", info.worker_id, window_s, len(info.busy))  # fmt: skip
         # LINK_GRACE_S runs from its last sign of life: a drop by the TTL comes a window after its last PING
         info.last_seen = max(info.last_seen, now - window_s)
-        self._lose(info, now)
+        self._lose(info, now, "its connection dropped (closed, or no heartbeat for the liveness window)")
 
     def _check_connections(self, now: float) -> None:
         """The checks of ZMTP workers' liveness that libzmq does not make: a drop reported on an fd that still
@@ -498,7 +532,7 @@ class Master(Scheduling):
                 logger.warning("worker %s unreachable (no message for %.0f s, %d x METRICS_INTERVAL_S, while its "
                                "connection is up: its process is stopped or hung); its %d actor(s) wait for it",
                                wid, now - info.last_seen, SILENCE_METRICS_INTERVALS, len(info.busy))  # fmt: skip
-                self._lose(info, now)
+                self._lose(info, now, f"no message for {now - info.last_seen:.0f} s while its connection is up")
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -507,7 +541,7 @@ class Master(Scheduling):
             if now - info.last_seen > worker_timeout:
                 logger.warning("worker %s unreachable (no heartbeat for %.1f s); its %d actor(s) wait for it",
                                wid, now - info.last_seen, len(info.busy))  # fmt: skip
-                self._lose(info, now)
+                self._lose(info, now, f"no heartbeat for {now - info.last_seen:.1f} s")
         self._check_connections(now)
         grace_s = config.link_grace_s()
         for wid, info in list(self.unreachable.items()):
@@ -517,12 +551,16 @@ class Master(Scheduling):
                 self._changed()
                 cause = (f"the network link to its worker {wid} on {info.host} was lost: no heartbeat for more than "
                          f"LINK_GRACE_S={grace_s:g} s (or that host or worker ended)")  # fmt: skip
+                self.counters.workers_lost += 1
+                self._event("worker_lost", worker_id=wid, host=info.host,
+                            reason=f"unreachable for more than LINK_GRACE_S={grace_s:g} s")
                 for actor_id in list(info.busy):
                     self._end_actor(actor_id, cause)
         client_timeout = max(config.get("CLIENT_TIMEOUT_S"), config.link_grace_s())  # a cut client keeps its actors
         for cid, info in list(self.clients.items()):
             if now - info.last_seen > client_timeout:
                 logger.warning("client %s lost (no heartbeat for %.1f s)", cid, now - info.last_seen)
+                self.counters.heartbeats_missed["client"] += 1
                 self._drop_client(cid, f"its client {cid} was lost (no heartbeat for {client_timeout:.0f} s)")
         if len(self.pending_logs) > 1000:
             self.pending_logs.clear()
@@ -537,6 +575,8 @@ class Master(Scheduling):
     def run(self) -> None:
         """Serves until SIGTERM / SIGINT."""
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "running", False))
+        if self.events is not None:
+            self._event("master_started", address=self.address, restarted=self.events.had_events)
         poll_ms = int(config.get("HEARTBEAT_INTERVAL_S") * 1000 / 2)
         next_expire = time.monotonic()
         poller = zmq.Poller()
@@ -565,6 +605,9 @@ class Master(Scheduling):
         # (a master killed otherwise sends nothing, so that its workers rejoin it when it is restarted)
         for worker in self.workers.values():
             self._send(worker.identity, MsgType.MASTER_STOPPED, {"address": self.address})
+        self._event("master_stopped", address=self.address)
+        if self.events is not None:
+            self.events.close()
         self.sock.disable_monitor()
         self.monitor.close(linger=0)
         self.sock.close(linger=1000 if self.workers else 0)
@@ -700,12 +743,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--monitor-port", type=int, default=None)
     parser.add_argument("--gpu-cluster", action="store_true", help="a GPU cluster (xparl start --gpu_cluster)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
+    parser.add_argument("--events-file", default=None, help="the cluster's event log (JSON lines, rotated by size)")
     args = parser.parse_args(argv)
     token = os.environ.pop("XPARL_TOKEN", "")
     log_format = "%(asctime)s master %(process)d %(levelname)s %(message)s"
     logging.basicConfig(level=config.log_level("INFO"), format=log_format)
     raise_fd_limit()
-    master = Master(args.host, args.port, token, args.monitor_port, gpu_cluster=args.gpu_cluster)
+    master = Master(args.host, args.port, token, args.monitor_port, gpu_cluster=args.gpu_cluster,
+                    events_file=args.events_file)
     print(f"XPARL_MASTER_PORT={master.port}", flush=True)
     if args.parent_pid:
         import threading

@@ -64,7 +64,14 @@ class ClientInfo:
 
 
 def status_snapshot(master: Any) -> dict:
-    """The cluster status snapshot of ``master`` (a ``Master``; JSON-serialisable; the monitor reads its keys)."""
+    """The cluster status snapshot of ``master`` (a ``Master``; JSON-serialisable; the monitor reads its keys).
+
+    Besides the lists: ``counters`` (``server.counters.Counters.snapshot``: grants, refusals and deaths by kind,
+    heartbeats missed, grant latency histogram), ``process`` (the master's CPU seconds, resident memory bytes, open
+    descriptors and sockets: ``counters.process_figures``) and ``counts`` (``workers_unreachable``,
+    ``messages_received``)."""
+    from parl_remote.server.counters import process_figures
+
     now = time.monotonic()
     cap = master.capacity()
     for w in master.workers.values():
@@ -96,6 +103,9 @@ def status_snapshot(master: Any) -> dict:
             for c in master.clients.values()
         ],
         "actors": [{k: a[k] for k in public} for a in [*master.actors.values(), *master.dead_actors.values()]],
+        "counts": {"workers_unreachable": len(master.unreachable), "messages_received": master.messages_received},
+        "counters": master.counters.snapshot(),
+        "process": process_figures(),
     }  # fmt: skip
 
 
@@ -115,6 +125,7 @@ def status_summary(master: Any) -> dict:
         "counts": {"workers": len(master.workers), "workers_unreachable": len(master.unreachable),
                    "clients": len(master.clients), "actors_alive": states.get("alive", 0),
                    "actors_unreachable": states.get("unreachable", 0), "actors_dead_kept": len(master.dead_actors)},
+        "counters": master.counters.snapshot(),
         "gpu_workers": [{"id": w.worker_id, "host": w.host, "gpus": list(w.gpus),
                          "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids)}
                         for w in master.workers.values() if w.gpus],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from parl_remote.server.counters import waited_s
 from parl_remote.wire.protocol import Message, MsgType
 
 
@@ -97,6 +98,7 @@ class Scheduling:
         body = msg.body()
         problem = _acquire_problem(body)
         if problem is not None:  # nothing changes before the whole request is valid
+            self.counters.refused("bad_request")
             self._reply(msg, {"kind": "bad_request", "message": problem}, MsgType.ERROR)
             return
         if not self._known(msg, self.clients.get(body["client_id"])):  # grants go to registered clients only
@@ -108,6 +110,7 @@ class Scheduling:
             never = n_gpu > 0 and self.workers and all(len(w.gpus) < n_gpu for w in self.workers.values())
             gpu_only = not n_gpu and self.workers and all(w.gpu_only for w in self.workers.values())
             kind = "gpu_never" if never else "cpu_on_gpu_cluster" if gpu_only else ("gpu" if n_gpu else "cpu")
+            self.counters.refused(kind)
             self._reply(msg, {"kind": kind, **self.capacity()}, MsgType.NO_RESOURCE)
             return
         job_id, job = next(iter(worker.vacant.items()))
@@ -131,6 +134,10 @@ class Scheduling:
         client = self.clients.get(body["client_id"])
         if client is not None:
             client.actors.add(actor_id)
+        waited = waited_s(body)
+        self.counters.granted(waited)
+        self._event("actor_granted", actor_id=actor_id, class_name=actor["class_name"], client_id=body["client_id"],
+                    worker_id=worker.worker_id, host=worker.host, gpus=granted, waited_s=round(waited, 6))
         self._send(worker.identity, MsgType.ASSIGN_JOB, assignment(actor))
         self._reply(
             msg,
@@ -169,4 +176,7 @@ def _acquire_problem(body: Any) -> str | None:
         return f"max_memory_mb must be a positive number or None, not {memory!r}"
     if not isinstance(body.get("class_name", ""), str):
         return "class_name must be a string"
+    waited = body.get("waited_s", 0.0)
+    if type(waited) not in (int, float) or not waited >= 0:
+        return f"waited_s must be a number of seconds >= 0, not {waited!r}"
     return None
