@@ -38,3 +38,29 @@ def test_run_curve_needs_a_command(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "x.json")], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "give the command to run after --" in proc.stderr
+
+
+def test_run_curve_passes_sigint_on_even_when_started_with_sigint_ignored(tmp_path):
+    """Started in the background by a shell (SIGINT ignored), a SIGINT to the wrapper still reaches the command as a
+    KeyboardInterrupt, and the record is written."""
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    code = (f"import pathlib, time\npathlib.Path({str(ready)!r}).touch()\n"
+            "try:\n    time.sleep(120)\nexcept KeyboardInterrupt:\n    raise SystemExit(7)\n")
+    out = tmp_path / "run.json"
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--out", str(out), "--poll-s", "0.1", "--",
+                             sys.executable, "-c", code],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)  # the wrapper's handler passes it on
+        assert proc.wait(timeout=60) == 7  # the command saw a KeyboardInterrupt
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads(out.read_text())["returncode"] == 7

@@ -137,7 +137,10 @@ def main() -> int:
         parser.error(f"--poll-s must be > 0, got {args.poll_s}")
     start_utc = dt.datetime.now(dt.timezone.utc)
     start = time.monotonic()
-    proc = subprocess.Popen(command, start_new_session=True)
+    # SIGINT back to its default in the command: a shell starts background jobs with SIGINT ignored, and Python keeps
+    # an ignored SIGINT ignored (no KeyboardInterrupt), so the SIGINT passed on below would do nothing
+    proc = subprocess.Popen(command, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if args.autogroup_nice is not None:
         try:
             set_autogroup_nice(proc.pid, args.autogroup_nice)
