@@ -79,6 +79,16 @@ def test_atomic_write_replaces_whole_and_cleans_up(tmp_path):
             pass
 
 
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_atomic_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "secret.ckpt"
+    path.write_bytes(b"old")
+    os.chmod(path, 0o600)
+    with atomic_write(path) as file:
+        file.write(b"new")
+    assert path.read_bytes() == b"new" and (os.stat(path).st_mode & 0o777) == 0o600
+
+
 def test_stale_temporary_files_of_dead_processes_are_removed_by_the_next_write(tmp_path):
     path = tmp_path / "model.ckpt"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
