@@ -46,6 +46,11 @@ def _flat(value, prefix=""):
     return {prefix: np.array(value, copy=True)}
 
 
+def _files(folder):
+    """The names of the files in ``folder`` (folders other fixtures make there are left out)."""
+    return sorted(name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name)))
+
+
 def _snapshot(agent):
     return _flat(agent.alg.state_dict())
 
@@ -70,13 +75,23 @@ def test_atomic_write_replaces_whole_and_cleans_up(tmp_path):
             file.write(b"half")
             raise RuntimeError("boom")
     assert path.read_bytes() == b"new"
-    assert sorted(os.listdir(tmp_path)) == ["f.bin"]  # the temporary file of the failed write is gone
+    assert _files(tmp_path) == ["f.bin"]  # the temporary file of the failed write is gone
     with atomic_write(tmp_path / "t.txt", mode="w") as file:
         file.write("text")
     assert (tmp_path / "t.txt").read_text() == "text"
     with pytest.raises(ValueError, match="'wb' or 'w'"):
         with atomic_write(path, mode="a"):
             pass
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_atomic_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "secret.ckpt"
+    path.write_bytes(b"old")
+    os.chmod(path, 0o600)
+    with atomic_write(path) as file:
+        file.write(b"new")
+    assert path.read_bytes() == b"new" and (os.stat(path).st_mode & 0o777) == 0o600
 
 
 def test_stale_temporary_files_of_dead_processes_are_removed_by_the_next_write(tmp_path):
@@ -121,7 +136,7 @@ def test_atomic_write_many_renames_in_order_and_nothing_when_a_write_fails(tmp_p
             fa.write(b"5")
             fb.write(b"6")
     assert (a.read_bytes(), b.read_bytes()) == (b"5", b"2")  # a prefix of the renames, in order
-    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+    assert _files(tmp_path) == ["a", "b"]
     with pytest.raises(ValueError, match="same path twice"):
         with atomic_write_many([a, a]):
             pass
@@ -180,7 +195,7 @@ def test_a_save_stopped_between_its_two_renames_restores_the_new_state_whole(bac
     assert fresh.alg.learn_steps == 5
     assert [fresh.learn(*batch(i)) for i in range(5, 7)] == expected  # weights, target and Adam: the new save
     agent.save(path)  # the next save completes the pair and leaves no temporary file
-    assert sorted(os.listdir(tmp_path)) == ["model.ckpt", "model.ckpt.state"]
+    assert _files(tmp_path) == ["model.ckpt", "model.ckpt.state"]
 
 
 def test_a_save_stopped_before_its_commit_restores_the_previous_state_whole(backend, tmp_path, monkeypatch):
@@ -226,7 +241,7 @@ def test_a_partial_file_of_an_earlier_killed_save_is_removed(backend, tmp_path):
     path = tmp_path / "model.ckpt"
     (tmp_path / "model.ckpt.state.partial").write_bytes(b"\x80\x02half")
     make_agent(backend).save(path)
-    assert sorted(os.listdir(tmp_path)) == ["model.ckpt", "model.ckpt.state"]
+    assert _files(tmp_path) == ["model.ckpt", "model.ckpt.state"]
 
 
 # -- refusals of Agent.restore -------------------------------------------------------------------------
@@ -366,7 +381,7 @@ def _memory_state(rpm):
 def test_replay_memory_save_is_atomic_and_keeps_the_file_name(tmp_path, monkeypatch):
     rpm = _memory()
     rpm.save(tmp_path / "rpm")  # numpy's rule: .npz appended
-    assert sorted(os.listdir(tmp_path)) == ["rpm.npz"]
+    assert _files(tmp_path) == ["rpm.npz"]
     with monkeypatch.context() as patch:
         _crash_after_renames(patch, 0)
         with pytest.raises(KeyboardInterrupt):

@@ -13,6 +13,7 @@ from evokit.errors import (
     ConfigError,
     EvoKitError,
     FilterStateError,
+    ModelFileError,
     SamplingLogError,
     SolverStateError,
     StaleSampleError,
@@ -47,4 +48,5 @@ __all__ = [
     "SolverStateError",
     "StaleSampleError",
     "FilterStateError",
+    "ModelFileError",
 ]

@@ -28,14 +28,17 @@ from typing import Any
 
 import numpy as np
 
+from evokit._atomic import atomic_write
 from evokit.config import config_to_prototxt, enum_name, load_config, new_config, parse_prototxt, validate_config
-from evokit.errors import SolverStateError, StaleSampleError
+from evokit.errors import ModelFileError, SolverStateError, StaleSampleError
 from evokit.models import (
     PaddleBackend,
     load_backend_from_file,
     load_paddle_inference_model,
     make_backend,
     paddle_inference_prefix,
+    read_model_file,
+    read_npz,
     resolve_model_file,
 )
 from evokit.noise import make_sampling
@@ -352,7 +355,14 @@ class ESAgent:
     # ------------------------------------------------------------------ persistence
     def save_inference_model(self, directory: str | os.PathLike) -> str:
         """Write the model's current parameters to ``directory`` (``model.npz`` / ``model.pt`` /
-        ``model.pdparams``); return the file path."""
+        ``model.pdparams``); return the file path.
+
+        Crash-safe: the file is written under a temporary name and renamed into place, so a process killed during
+        the save leaves the previous file or the new one, whole.
+
+        Raises:
+            SolverStateError: no model. OSError: the file cannot be written (an earlier one is then untouched).
+        """
         self._require_model("save_inference_model")
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
@@ -360,7 +370,14 @@ class ESAgent:
 
     def save_solver(self, directory: str | os.PathLike) -> str:
         """Write the solver (strategy state, optimizer state, iteration id, model warehouse) to
-        ``directory/solver.npz``; return the path."""
+        ``directory/solver.npz``; return the path.
+
+        Crash-safe like :meth:`save_inference_model`. The model and the solver are two files written by two calls;
+        :meth:`load_solver` refuses a pair from different iterations.
+
+        Raises:
+            SolverStateError: no solver, or called on a clone. OSError: the file cannot be written.
+        """
         self._require_master("save_solver")
         self._require_solver("save_solver")
         directory = os.fspath(directory)
@@ -376,9 +393,12 @@ class ESAgent:
         for it, snap in self._warehouse.items():
             arrays.update({f"warehouse/{it}/{k}": v for k, v in snap.items()})
         path = os.path.join(directory, SOLVER_FILENAME)
-        tmp = path + ".tmp.npz"
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        with atomic_write(path) as file:
+            np.savez(file, **arrays)
+        try:
+            os.remove(path + ".tmp.npz")  # the temporary name of evokit 3.0's save, left by a killed save
+        except FileNotFoundError:
+            pass
         return path
 
     def load_solver(self, directory: str | os.PathLike) -> ESAgent:
@@ -386,6 +406,8 @@ class ESAgent:
 
         Raises:
             FileNotFoundError: no ``solver.npz`` there.
+            ModelFileError: the file is empty, truncated, corrupt, or lacks an array ``save_solver`` writes (the
+                agent is then unchanged).
             SolverStateError: the solver type or parameter count differs from the config / model, or the loaded
                 inference model is not the solver's current model (the two come from different iterations).
         """
@@ -395,8 +417,12 @@ class ESAgent:
         path = directory if directory.endswith(".npz") else os.path.join(directory, SOLVER_FILENAME)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no solver file {path!r}; write one with save_solver(dir) after init_solver()")
-        with np.load(path) as data:
-            arrays = {k: data[k] for k in data.files}
+        fix = "load an earlier copy, or save the solver again"
+        arrays = read_model_file(path, "solver .npz", read_npz, fix)
+        missing = [k for k in ("meta/solver_type", "meta/config", "meta/num_params", "meta/model_iter_id",
+                               "meta/warehouse_iters") if k not in arrays]
+        if missing:
+            raise ModelFileError(f"cannot load {path!r}: it lacks {missing}, so save_solver did not write it; {fix}")
         saved_type = str(arrays["meta/solver_type"])
         if saved_type != self.solver_type:
             raise SolverStateError(f"{path!r} holds a {saved_type} solver but the config says {self.solver_type}")

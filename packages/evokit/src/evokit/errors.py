@@ -9,6 +9,8 @@ __all__ = [
     "TruncatedLogError",
     "SolverStateError",
     "StaleSampleError",
+    "FilterStateError",
+    "ModelFileError",
 ]
 
 
@@ -50,3 +52,9 @@ class TruncatedLogError(SamplingLogError):
 
 class FilterStateError(EvoKitError, ValueError):
     """An observation filter state (or increment) is malformed: missing keys, wrong shapes, invalid values."""
+
+
+class ModelFileError(EvoKitError, ValueError):
+    """A model or solver file cannot be loaded: empty, truncated, corrupt, not written by evokit, referencing
+    objects other than arrays (never unpickled), or of another architecture. The message names the file, what
+    is wrong and what to do; the agent's model and solver are left as they were."""

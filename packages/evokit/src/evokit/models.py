@@ -10,17 +10,31 @@ end is a small adapter with ``get_flat() / set_flat(vec) / predict(x) / copy() /
 - :class:`PaddleBackend` wraps a ``paddle.nn.Layer``. Files: ``model.pdparams``.
 
 torch and paddle are imported only when a model of theirs is given.
+
+Saves are crash-safe: each file is written under a temporary name in its folder, fsynced and renamed into place
+(:mod:`evokit._atomic`), so a process killed during a save leaves the previous file or the new one, whole.
+Loads refuse a bad file (empty, truncated, corrupt, another architecture, objects other than arrays) with a
+:class:`~evokit.errors.ModelFileError` naming the file, the problem and the fix, leaving the model as it was;
+no file is unpickled beyond arrays and plain containers (numpy ``allow_pickle=False``, torch ``weights_only``,
+and a checking unpickler before ``paddle.load``).
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
+import pickle
+import re
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 import numpy as np
+
+from evokit._atomic import atomic_write
+from evokit.errors import ModelFileError
 
 __all__ = ["NumpyMLP", "NumpyBackend", "TorchBackend", "PaddleBackend", "make_backend", "load_backend_from_file",
            "load_paddle_inference_model", "paddle_inference_prefix"]
@@ -31,6 +45,77 @@ _ACTIVATIONS = {
     "identity": lambda x: x,
 }
 _MLP_META_KEY = "__evokit_mlp__"
+_FIX = "load an earlier copy, or save the model again"
+
+
+def _describe(path: str, kind: str) -> str:
+    """What is wrong with a file a loader failed on, in words (never the loader's own text)."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"\x80") or head.startswith(b"\x93NUMPY"):
+        return "it is truncated or corrupt (it starts like a model file but does not read to its end)"
+    return f"it is not a {kind} file (its first bytes are {head!r})"
+
+
+def read_model_file(path: str, kind: str, read: Callable[[str], Any], fix: str = _FIX) -> Any:
+    """``read(path)``, every failure turned into a :class:`ModelFileError` naming ``path``, the problem and ``fix``.
+
+    Raises:
+        ModelFileError: the file is empty, or ``read`` fails (``kind`` names the expected format).
+    """
+    if os.path.getsize(path) == 0:
+        raise ModelFileError(f"cannot load {path!r}: the file is empty (0 bytes; a copy or save that stopped before "
+                             f"writing, or a full disk); {fix}")
+    try:
+        return read(path)
+    except ModelFileError:
+        raise
+    except Exception:  # described in our words: framework messages may advise an unsafe load
+        reason = _describe(path, kind)
+    raise ModelFileError(f"cannot load {path!r}: {reason}; {fix}")
+
+
+def _refuse_global(path: str, name: str) -> ModelFileError:
+    return ModelFileError(f"cannot load {path!r}: it references {name}, which a file of arrays and plain containers "
+                          f"never does; it is not unpickled, as that could run code the file chooses; {_FIX}")
+
+
+def _check_fits(path: str, own: dict[str, Any], loaded: Any, owner: str) -> None:
+    """Refuse ``loaded`` unless it has exactly the names and shapes of the ``state_dict`` ``own``."""
+    if not isinstance(loaded, dict):
+        raise ModelFileError(f"cannot load {path!r}: it holds a {type(loaded).__name__}, not a state_dict; {_FIX}")
+    missing = [k for k in own if k not in loaded]
+    unexpected = [k for k in loaded if k not in own]
+    mismatched = [f"{k}: model {tuple(own[k].shape)} vs file {tuple(np.shape(loaded[k]))}" for k in own
+                  if k in loaded and tuple(own[k].shape) != tuple(np.shape(loaded[k]))]
+    if missing or unexpected or mismatched:
+        found = "; ".join(part for part in (f"missing {missing}" if missing else "",
+                                            f"unexpected {unexpected}" if unexpected else "",
+                                            f"shape mismatches {mismatched}" if mismatched else "") if part)
+        raise ModelFileError(f"cannot load {path!r}: it does not fit {owner} ({found}); load a file saved from a "
+                             "model of the same architecture")
+
+
+# what paddle.save writes for a state dict (tensors become numpy arrays) and plain containers
+_PADDLE_SAFE_GLOBALS = frozenset({
+    ("collections", "OrderedDict"),
+    ("builtins", "tuple"), ("builtins", "list"), ("builtins", "set"), ("builtins", "frozenset"),
+    ("builtins", "complex"), ("_codecs", "encode"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+})
+
+
+class _CheckingUnpickler(pickle.Unpickler):
+    def __init__(self, file: BinaryIO, path: str) -> None:
+        super().__init__(file, encoding="latin1")
+        self.path = path
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PADDLE_SAFE_GLOBALS:
+            return super().find_class(module, name)
+        raise _refuse_global(self.path, f"{module}.{name}")
 
 
 class NumpyMLP:
@@ -196,13 +281,27 @@ class NumpyBackend:
         meta = getattr(self.model, "meta", None)
         if callable(meta):
             arrays[_MLP_META_KEY] = np.asarray(json.dumps(meta()))
-        np.savez(path, **arrays)
+        with atomic_write(path) as file:  # crash-safe: the previous file or this one, whole
+            np.savez(file, **arrays)
         return path
 
     def load(self, path: str) -> None:
-        """Load parameters written by :meth:`save`."""
-        with np.load(path) as data:
-            self.model.set_weights({k: data[k] for k in data.files if k != _MLP_META_KEY})
+        """Load parameters written by :meth:`save`; a refused file leaves the model as it was.
+
+        Raises:
+            ModelFileError: the file is empty, truncated, not an ``.npz``, or its names / shapes differ from the
+                model's.
+        """
+        weights = read_model_file(path, "numpy .npz", read_npz)
+        weights.pop(_MLP_META_KEY, None)
+        before = self.model.get_weights()
+        _check_fits(path, before, weights, type(self.model).__name__)
+        try:
+            self.model.set_weights(weights)
+        except (KeyError, ValueError, TypeError) as exc:
+            self.model.set_weights(before)
+            raise ModelFileError(f"cannot load {path!r}: it does not fit {type(self.model).__name__} ({exc}); load a "
+                                 "file saved from a model of the same architecture") from None
 
 
 class TorchBackend:
@@ -252,12 +351,29 @@ class TorchBackend:
     def save(self, directory: str) -> str:
         """Write the model's parameters into ``directory``; return the file path."""
         path = os.path.join(directory, self.filename)
-        self.torch.save(self.model.state_dict(), path)
+        with atomic_write(path) as file:  # crash-safe: the previous file or this one, whole
+            self.torch.save(self.model.state_dict(), file)
         return path
 
     def load(self, path: str) -> None:
-        """Load parameters written by :meth:`save`."""
-        state = self.torch.load(path, map_location="cpu", weights_only=True)
+        """Load parameters written by :meth:`save` (``torch.load(weights_only=True)``: nothing in the file runs);
+        a refused file leaves the model as it was.
+
+        Raises:
+            ModelFileError: the file is empty, truncated, not a torch file, references objects other than
+                tensors, or its names / shapes differ from the module's.
+        """
+        def read(p: str) -> Any:
+            try:
+                return self.torch.load(p, map_location="cpu", weights_only=True)
+            except pickle.UnpicklingError as exc:
+                found = re.search(r"unsupported global:?\s+(?:GLOBAL\s+)?([\w.]+)", str(exc), re.IGNORECASE)
+                if found is None:
+                    raise
+                raise _refuse_global(p, found.group(1)) from None
+
+        state = read_model_file(path, "torch", read)
+        _check_fits(path, self.model.state_dict(), state, type(self.model).__name__)
         self.model.load_state_dict(state)
 
 
@@ -314,12 +430,31 @@ class PaddleBackend:
     def save(self, directory: str) -> str:
         """Write the model's parameters into ``directory``; return the file path."""
         path = os.path.join(directory, self.filename)
-        self.paddle.save(self.model.state_dict(), path)
+        buffer = io.BytesIO()  # paddle.save takes a path or a BytesIO, not an open file
+        self.paddle.save(self.model.state_dict(), buffer)
+        with atomic_write(path) as file:  # crash-safe: the previous file or this one, whole
+            file.write(buffer.getvalue())
         return path
 
     def load(self, path: str) -> None:
-        """Load parameters written by :meth:`save`."""
-        self.model.set_state_dict(self.paddle.load(path))
+        """Load parameters written by :meth:`save`; a refused file leaves the layer as it was.
+
+        ``paddle.load`` unpickles without restriction, so the bytes are first unpickled allowing only plain
+        containers and numpy arrays (what ``paddle.save`` writes for tensors); anything else is refused unrun.
+
+        Raises:
+            ModelFileError: the file is empty, truncated, not a paddle file, references other objects, or its
+                names / shapes differ from the layer's (``set_state_dict`` would skip those silently).
+        """
+        def read(p: str) -> Any:
+            with open(p, "rb") as file:
+                data = file.read()
+            _CheckingUnpickler(io.BytesIO(data), p).load()
+            return self.paddle.load(io.BytesIO(data))
+
+        state = read_model_file(path, "paddle", read)
+        _check_fits(path, self.model.state_dict(), state, type(self.model).__name__)
+        self.model.set_state_dict(state)
 
 
 def make_backend(model: Any) -> NumpyBackend | TorchBackend | PaddleBackend:
@@ -390,15 +525,29 @@ def load_backend_from_file(path: str) -> NumpyBackend:
 
     Raises:
         ValueError: the file has no architecture record (pass ``model=`` to ``ESAgent`` instead).
+        ModelFileError: the file is empty, truncated, not an ``.npz``, or its record or weights do not fit.
     """
     if not path.endswith(".npz"):
         raise ValueError(f"cannot rebuild a model from {path!r} without its code; pass model= (a torch Module, a "
                          "paddle Layer or a numpy model) to ESAgent")
-    with np.load(path) as data:
-        if _MLP_META_KEY not in data.files:
-            raise ValueError(f"{path!r} holds weights only, no NumpyMLP architecture; pass model= to ESAgent")
-        meta = json.loads(str(data[_MLP_META_KEY]))
-    backend = NumpyBackend(NumpyMLP(meta["layer_sizes"], activation=meta["activation"],
-                                    output_activation=meta["output_activation"]))
+    arrays = read_model_file(path, "numpy .npz", read_npz)
+    if _MLP_META_KEY not in arrays:
+        raise ValueError(f"{path!r} holds weights only, no NumpyMLP architecture; pass model= to ESAgent")
+    try:
+        meta = json.loads(str(arrays[_MLP_META_KEY]))
+        sizes, activation, output = meta["layer_sizes"], meta["activation"], meta["output_activation"]
+    except (ValueError, KeyError, TypeError):
+        raise ModelFileError(f"cannot load {path!r}: its NumpyMLP architecture record is not readable; {_FIX}, "
+                             "or pass model= to ESAgent") from None
+    backend = NumpyBackend(NumpyMLP(sizes, activation=activation, output_activation=output))
     backend.load(path)
     return backend
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    data = np.load(path, allow_pickle=False)
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ModelFileError(f"cannot load {path!r}: it holds a single numpy array (.npy), not the .npz archive "
+                             f"evokit saves; {_FIX}")
+    with data:
+        return {k: data[k] for k in data.files}

@@ -133,7 +133,8 @@ class Agent(AgentBase):
         save_path)``, so code that loads it without the agent works (``model.set_state_dict(paddle.load(
         save_path))``). ``save_path + ".state"`` (:data:`STATE_SUFFIX`) receives ``{"format":
         CHECKPOINT_FORMAT, "algorithm": class name, "state": self.alg.state_dict(), "main_sha256": SHA-256
-        hex digest of the bytes at save_path}``: every model, optimizer (moments keyed by parameter
+        hex digest of the bytes at save_path, "replaces_sha256": that of the model file this save replaced (None
+        if none)}``: every model, optimizer (moments keyed by parameter
         position, so another instance of the same agent can load them), scheduler and tensor of the
         algorithm, so that :meth:`restore` resumes training exactly. Parent directories are created.
 
@@ -162,7 +163,8 @@ class Agent(AgentBase):
         """Load a checkpoint written by :meth:`save`, or a PARL 2.x model file.
 
         Without ``model``: when ``save_path + ".state"`` exists and its digest matches the file at
-        ``save_path``, the whole algorithm is restored (models, optimizer moments, schedulers, tensors);
+        ``save_path`` (or the file it replaced, when a save was killed between its two renames), the whole
+        algorithm is restored from it (models, optimizer moments, schedulers, tensors);
         with no such sidecar, the ``state_dict`` at ``save_path`` is loaded into ``self.alg.model`` (PARL's
         behaviour); when the sidecar is stale (``save_path`` was rewritten by other code since ``save``),
         the weights at ``save_path`` are loaded into ``self.alg.model`` and a ``UserWarning`` names what was

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator, Sequence
 from typing import IO
 
@@ -132,6 +133,18 @@ def fsync_dir(folder: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def _keep_mode(final: str, fd: int) -> None:
+    """Give the new file the permission bits of the file it replaces (an in-place write would keep them)."""
+    try:
+        mode = stat.S_IMODE(os.stat(final).st_mode)
+    except OSError:
+        return  # no file yet: the new one keeps the umask's mode, as open(path, "wb") would give it
+    try:
+        os.fchmod(fd, mode)
+    except (AttributeError, OSError):  # no fchmod (Windows), or not permitted
+        pass
+
+
 def _discard(path: str) -> None:
     try:
         os.remove(path)
@@ -176,8 +189,9 @@ def atomic_write_many(paths: Sequence[str | os.PathLike], mode: str = "wb") -> I
             temps.append(temp)
             files.append(open(temp, "xb") if mode == "wb" else open(temp, "x", encoding="utf-8"))
         yield files
-        for file in files:
+        for file, final in zip(files, finals, strict=True):
             file.flush()
+            _keep_mode(final, file.fileno())
             os.fsync(file.fileno())
             file.close()
     except BaseException:
