@@ -202,9 +202,14 @@ def ray(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over packages/, examples/, benchmarks/, tests/ and this file."""
-    session.install("ruff>=0.5")
+    """ruff over packages/, examples/, benchmarks/, tests/ and this file; the architecture's import contracts
+    (``.importlinter``: parl-remote imports no deep-learning framework and keeps its layers one way, parl-core never
+    imports parl-algorithms, no import cycles) with import-linter over the six packages (installed without their
+    dependencies: the contracts read the source, they run nothing)."""
+    session.install("ruff>=0.5", "import-linter>=2.0")
     session.run("ruff", "check", str(ROOT))
+    session.install("--no-deps", *[arg for folder in PACKAGES for arg in ("-e", str(ROOT / "packages" / folder))])
+    session.run("lint-imports", "--config", str(ROOT / ".importlinter"))
 
 
 @nox.session

@@ -29,7 +29,7 @@ from typing import Any  # noqa: E402
 # ``parl_remote.server``) never load the client library
 _LAZY = {
     "Client": "parl_remote.client.session",
-    "connect": "parl_remote.client.connection",
+    "connect": "parl_remote.engines",
     "disconnect": "parl_remote.client.connection",
     "get_global_client": "parl_remote.client.connection",
     "ClusterClient": "parl_remote.client.cluster_client",

@@ -12,7 +12,6 @@ from typing import Any
 
 _LAZY = {
     "Client": "session",
-    "connect": "connection",
     "disconnect": "connection",
     "get_global_client": "connection",
     "MasterConnection": "master_link",
@@ -22,6 +21,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "connect":  # above this layer (it picks the engine): parl_remote.engines
+        return importlib.import_module("parl_remote.engines").connect
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'parl_remote.client' has no attribute {name!r}")

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from parl_remote.errors import RemoteError, ResourceError
 from parl_remote.wire.protocol import MsgType
 
-if TYPE_CHECKING:
-    from parl_remote.client.session import Client
+
+class Client(Protocol):
+    """What :func:`acquire` reads of ``session.Client`` (which calls it): a structural type, so that this module
+    needs no import of the session."""
+
+    address: str
+    client_id: str
+    master: Any  # master_link.MasterConnection
+    embedded: Any  # cluster.LocalCluster of an embedded cluster, else None
+    resource_wait_s: float
+
+    def _register(self, master: Any) -> None: ...
 
 logger = logging.getLogger(__name__)
 

@@ -30,12 +30,18 @@ import pathlib
 import secrets
 import socket
 import struct
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from parl_remote import config
 
-if TYPE_CHECKING:
-    from parl_remote.wire import shm_arena
+
+class ArenaChannel(Protocol):
+    """What :func:`restore` uses of a connection's arenas (``shm_arena.Channel``, which builds on this module)."""
+
+    def free(self, name: str, offset: int) -> None: ...
+
+    def view(self, name: str, offset: int, size: int) -> memoryview: ...
+
 
 SHM_DIR = pathlib.Path("/dev/shm")
 _PREFIX = "xparl-"
@@ -159,7 +165,7 @@ def _checked_name(raw_name: bytes) -> str:
     return name
 
 
-def restore(manifest: bytes | memoryview, frames: list, channel: shm_arena.Channel | None = None) -> list:
+def restore(manifest: bytes | memoryview, frames: list, channel: ArenaChannel | None = None) -> list:
     """Rebuilds the buffer list of a message from its manifest.
 
     One-off files are mapped and unlinked; arena regions become writable views of the peer's arena

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from parl_remote.client.connection import connect, disconnect, get_global_client
+from parl_remote.client.connection import disconnect, get_global_client
 from parl_remote.client.session import Client
+from parl_remote.engines import connect
 from parl_remote.errors import ClusterConnectionError
 
 __all__ = ["GLOBAL_CLIENT", "Client", "connect", "disconnect", "get_global_client"]  # noqa: F822 - GLOBAL_CLIENT: __getattr__
