@@ -30,6 +30,7 @@ extensions = [
     "sphinx_click",
     "parl_docs",
     "bench_plots",
+    "atari_results",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

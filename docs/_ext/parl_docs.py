@@ -168,6 +168,7 @@ CURVE_AXES = (
     # offline examples (cql, iql, dt): no env steps while learning
     ("gradient_steps", "eval_return_mean", "gradient steps", "evaluation return (mean)"),
     ("meta_updates", "test_mse", "meta-updates", "test MSE (new tasks)"),  # examples/maml
+    ("env_steps", "episode_return", "env steps", "training game score"),  # examples/impala: a line per game
 )
 
 

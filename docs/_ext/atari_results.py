@@ -1,0 +1,223 @@
+"""The Results page: PARL's published Atari learning curves beside ours, drawn at build time from the committed runs.
+
+A page holds a fenced block ```` ```{atari-results} ```` (alone on its lines); at ``source-read`` it is replaced by
+a summary table (one line per row of :data:`ROWS`: PARL's score at its budget and hardware, ours at the same
+budget, our wall-clock) and, per row, a figure and a table of its runs. The figures are drawn at
+``builder-inited`` into ``docs/_generated/results/<key>.png``: for each run, the mean score of the last 100
+training games (whole games, unclipped) against agent steps, and PARL's values read off its published figure as
+markers.
+
+A run is a folder ``examples/<example>/results/<name>/seed<k>/`` holding what the example wrote: ``curve.csv``
+(``env_steps``, ``wall_s``, ``episode_return``: one line per finished game), ``summary.json``, and the record of
+``benchmarks/atari/run_curve.py`` (``run.json``: command, commit, dates, load average, CPU seconds). A row whose
+folder has no such run, or a file that cannot be read or drawn, fails the build.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import pathlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+WINDOW = 100  # games in the running mean (the targets: "mean of the last 100 games")
+_BLOCK = re.compile(r"^```\{atari-results\}[ \t]*\n```[ \t]*$", re.M)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One configuration of a row: its label and its results folder (relative to the repository)."""
+
+    label: str
+    folder: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the Results page.
+
+    ``parl_points``: (agent steps, score) read off PARL's published figure (by eye, the mean line);
+    ``parl_budget``: the agent steps at which the summary compares (PARL's last point); ``target``: what ours
+    must reach, in words."""
+
+    key: str
+    title: str
+    env: str
+    algorithm: str
+    parl_points: tuple[tuple[float, float], ...]
+    parl_hardware: str
+    target: str
+    series: tuple[Series, ...] = field(default_factory=tuple)
+
+    @property
+    def parl_budget(self) -> float:
+        return self.parl_points[-1][0]
+
+
+#: The rows with committed runs. PARL's values: its figures in the PARL-experiments repository and PARL's example
+#: READMEs (impala_pong.png: IMPALA, 1 learner on a P40 GPU + 32 CPU actors).
+ROWS: tuple[Row, ...] = (
+    Row("R1", "IMPALA, Pong", "PongNoFrameskip-v4", "IMPALA",
+        parl_points=((2e6, -18.0), (4e6, 3.0), (5e6, 15.0)),
+        parl_hardware="1 learner on a P40 GPU, 32 actors on 32 CPUs",
+        target="mean of the last 100 games >= 18 within 8M agent steps and 90 minutes",
+        series=(Series("ours (examples/impala, EnvPool actors)", "examples/impala/results/pong"),
+                Series("PARL's impala_config.py (--config parl)", "examples/impala/results/pong-parl-config"))),
+)
+
+#: Rows of the reproduction plan that have no committed run yet (listed on the page as such).
+PLANNED: tuple[tuple[str, str, str], ...] = (
+    ("R2", "IMPALA, Breakout", "PARL: ~250 at 10M agent steps"),
+    ("R3", "A2C on remote actors, Pong", "PARL: ~19 at 6M"),
+    ("R4", "PPO, Pong (PARL's atari_config.py on EnvPool)", "PARL: ~20 at 3M"),
+    ("R5", "Double / Dueling DQN, Pong", "PARL's DQN: ~20 at 3M"),
+)
+
+
+@dataclass
+class Run:
+    """One seed's committed run: its games (agent steps, wall-clock s, score) and its records."""
+
+    path: pathlib.Path
+    steps: list[int]
+    wall_s: list[float]
+    scores: list[float]
+    summary: dict[str, Any]
+    record: dict[str, Any]
+
+    def running_mean(self) -> list[float]:
+        """Mean of the last :data:`WINDOW` games at each game (fewer at the start)."""
+        out, total = [], 0.0
+        for i, score in enumerate(self.scores):
+            total += score - (self.scores[i - WINDOW] if i >= WINDOW else 0.0)
+            out.append(total / min(i + 1, WINDOW))
+        return out
+
+    def at(self, steps: float) -> tuple[float, float, int] | None:
+        """(mean of the last 100 games, wall-clock s, agent steps) at the last game within ``steps`` agent steps;
+        None if the run has no game there."""
+        index = max((i for i, s in enumerate(self.steps) if s <= steps), default=None)
+        if index is None:
+            return None
+        return self.running_mean()[index], self.wall_s[index], self.steps[index]
+
+
+def load_runs(folder: str) -> list[Run]:
+    """The ``seed*`` runs of a results folder.
+
+    Raises:
+        ValueError: the folder has no run, or a run lacks curve.csv / summary.json / run.json or has no game.
+    """
+    base = ROOT / folder
+    seeds = sorted(base.glob("seed*"))
+    if not seeds:
+        raise ValueError(f"{folder}: no seed*/ run folder (the Results page row needs its committed data)")
+    runs = []
+    for seed in seeds:
+        missing = [name for name in ("curve.csv", "summary.json", "run.json") if not (seed / name).is_file()]
+        if missing:
+            raise ValueError(f"{seed.relative_to(ROOT)}: missing {', '.join(missing)}")
+        with (seed / "curve.csv").open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        if not rows:
+            raise ValueError(f"{seed.relative_to(ROOT)}/curve.csv: no finished game")
+        runs.append(Run(seed, [int(r["env_steps"]) for r in rows], [float(r["wall_s"]) for r in rows],
+                        [float(r["episode_return"]) for r in rows],
+                        json.loads((seed / "summary.json").read_text()), json.loads((seed / "run.json").read_text())))
+    return runs
+
+
+def plot_rows(out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Draw each row of :data:`ROWS` into ``out_dir/<key>.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for row in ROWS:
+        fig, ax = plt.subplots(figsize=(7.0, 3.8), dpi=100)
+        for series in row.series:
+            for run in load_runs(series.folder):
+                ax.plot([s / 1e6 for s in run.steps], run.running_mean(), linewidth=1.4,
+                        label=f"{series.label}, {run.path.name}")
+        xs, ys = zip(*row.parl_points, strict=True)
+        ax.plot([x / 1e6 for x in xs], ys, "k*", markersize=11, label=f"PARL's figure ({row.parl_hardware})")
+        ax.set_xlabel("agent steps (millions; 4 frames each)")
+        ax.set_ylabel(f"score, mean of the last {WINDOW} games")
+        ax.set_title(f"{row.key}: {row.title} ({row.env})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small", loc="lower right")
+        fig.tight_layout()
+        path = out_dir / f"{row.key}.png"
+        fig.savefig(path, metadata={"Software": None})
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _fmt_score(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def render() -> str:
+    """The Markdown that replaces the ``{atari-results}`` block."""
+    lines = ["| row | env | algorithm | PARL (its hardware) | ours at PARL's budget | our wall-clock to it |",
+             "|---|---|---|---|---|---|"]
+    for row in ROWS:
+        budget = row.parl_budget
+        ours, walls = [], []
+        for run in load_runs(row.series[0].folder):
+            point = run.at(budget)
+            if point is not None and point[2] >= 0.9 * budget:
+                ours.append(_fmt_score(point[0]))
+                walls.append(f"{point[1] / 60:.0f} min")
+            else:
+                ours.append(f"run to {run.steps[-1] / 1e6:.1f}M only")
+        lines.append(f"| [{row.key}](#{row.key.lower()}) | {row.env} | {row.algorithm} | "
+                     f"{_fmt_score(row.parl_points[-1][1])} at {budget / 1e6:g}M ({row.parl_hardware}) | "
+                     f"{' / '.join(ours)} | {' / '.join(walls) or '-'} |")
+    for key, title, parl in PLANNED:
+        lines.append(f"| {key} | {title} | | {parl} | not run yet | |")
+    lines.append("")
+    for row in ROWS:
+        lines += [f"({row.key.lower()})=", f"## {row.key}: {row.title}", "",
+                  f"Target: {row.target}.", "",
+                  f"```{{figure}} /_generated/results/{row.key}.png",
+                  f":alt: {row.title}: mean score of the last {WINDOW} games against agent steps, ours and PARL's",
+                  "```", "",
+                  "| configuration | seed | agent steps | final mean of 100 games | best mean of 100 | wall-clock | "
+                  "load average (median, 1 min) | CPU s | commit | date (UTC) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for series in row.series:
+            for run in load_runs(series.folder):
+                means = run.running_mean()
+                record = run.record
+                lines.append(
+                    f"| {series.label} | {run.path.name} | {run.steps[-1]:,} | {_fmt_score(means[-1])} | "
+                    f"{_fmt_score(max(means[WINDOW - 1:] or means))} | {record['wall_s'] / 60:.0f} min | "
+                    f"{record['loadavg_1m']['median']:.1f} | {record['cpu_s']:,.0f} | "
+                    f"`{record['commit'][:10]}` | {record['start_utc'][:16].replace('T', ' ')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _source_read(app: Any, docname: str, source: list[str]) -> None:
+    if _BLOCK.search(source[0]):
+        source[0] = _BLOCK.sub(lambda _m: render(), source[0])
+
+
+def _builder_inited(app: Any) -> None:
+    plot_rows(DOCS / "_generated" / "results")
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Register the extension's event handlers."""
+    app.connect("builder-inited", _builder_inited)
+    app.connect("source-read", _source_read)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
