@@ -242,7 +242,7 @@ class ActorPool:
         except ActorDiedError as err:  # known dead before sending: handled like a failed future
             future = concurrent.futures.Future()
             future.set_exception(err)
-        except BaseException as err:
+        except Exception as err:  # sending failed (an argument that cannot be pickled, no such method)
             if first:
                 raise
             self._settle(task, error=err)
