@@ -12,7 +12,7 @@ variant; GAE advantages, Schulman et al. 2016):
         wait for EVERY actor's unroll (synchronous: all actors act with the same policy)
         one A3C.learn on the N x T x E batch: -log pi(a|s) A + vf_coeff (V - R)^2 / 2 + entropy_coeff H
         a dead actor (ActorDiedError from its future) is logged with its cause and replaced; its unroll is
-        asked from the replacement and the update goes on
+        asked from the replacement and the update goes on (parl_remote.ActorPool)
         CartPole: once the training return is near the target, evaluate 10 greedy episodes; stop at the target
 
 Usage::
@@ -36,7 +36,6 @@ tensorboard scalars (``train/*``, ``eval/return_mean``, ``time/env_steps_per_s``
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import os
 import time
@@ -55,7 +54,7 @@ from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
-from parl_remote import ActorDiedError
+from parl_remote import ActorPool
 
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here, as examples/a2c (16 envs x 16 steps,
 # mean loss, lr 3e-3, gradient norm 0.5). "atari": PARL's examples/A2C/a2c_config.py (84x84 frames, 5 envs
@@ -246,29 +245,6 @@ def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     return float(returns.mean())
 
 
-def collect(actors: list, weights: dict, new_actor) -> tuple[list[dict], int]:
-    """One synchronous round: every actor's unroll with ``weights``; a dead actor is replaced and asked again.
-
-    Returns:
-        (the unrolls, in actor order; how many actors were replaced)
-    """
-    pending = {actor.sample(weights): slot for slot, actor in enumerate(actors)}
-    unrolls: list[dict | None] = [None] * len(actors)
-    replaced = 0
-    while pending:
-        done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            slot = pending.pop(future)
-            try:
-                unrolls[slot] = future.result()
-            except ActorDiedError as err:
-                logger.warning("actor %d died (%s: %s); starting a replacement", slot, type(err).__name__, err.cause)
-                actors[slot] = new_actor(slot)
-                replaced += 1
-                pending[actors[slot].sample(weights)] = slot
-    return unrolls, replaced
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="CartPole-v1")
@@ -327,19 +303,18 @@ def main() -> None:
         logger.info("actor %d started, pid=%d", slot, actor.pid().result())
         return actor
 
-    with concurrent.futures.ThreadPoolExecutor(args.actors) as pool:  # each start imports torch: in parallel
-        actors = list(pool.map(new_actor, range(args.actors)))
+    # the actors start in parallel (each imports torch); a dead one is logged, replaced and asked again
+    actors = ActorPool(new_actor, args.actors, logger=logger)
     actors_ready_s = time.perf_counter() - start
     logger.info("%d actors ready after %.1f s", args.actors, actors_ready_s)
 
-    env_steps, updates, replaced, eval_mean, reached, interrupted = 0, 0, 0, float("nan"), False, False
+    env_steps, updates, eval_mean, reached, interrupted = 0, 0, float("nan"), False, False
     recent: deque[float] = deque(maxlen=20)
     steps_per_update = args.actors * E * T
     bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="frame", smoothing=0.05)
     try:
         while env_steps + steps_per_update <= cfg["total_steps"] and not reached:
-            unrolls, died = collect(actors, alg.model.get_weights(), new_actor)
-            replaced += died
+            unrolls = actors.call_all("sample", alg.model.get_weights())  # synchronous: every actor's unroll
             valid = np.concatenate([u["valid"].reshape(-1) for u in unrolls])
             batch = {key: np.concatenate([u[key].reshape(T * E, *u[key].shape[2:]) for u in unrolls])[valid]
                      for key in ("obs", "actions", "advantages", "target_values")}
@@ -384,10 +359,9 @@ def main() -> None:
               "unroll_length": T, "envpool": args.envpool, "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
-              "actors_ready_s": round(actors_ready_s, 3),
-              "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,
-              "interrupted": interrupted, "target_return": target,
-              "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
+              "actors_ready_s": round(actors_ready_s, 3), "env_steps_per_s": round(env_steps / wall_s, 1),
+              "actors_replaced": actors.replacements, "reached": reached, "interrupted": interrupted,
+              "target_return": target, "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
     summary.flush()
     with open(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)

@@ -15,7 +15,7 @@ on a GPU"): the policy lives only in the learner; actors hold environments and a
             A3C.learn; the predictor already uses the new weights for the next request (no weight copies:
             the policy lag of GA3C is the few steps an unroll spans)
         a dead actor (ActorDiedError in its agent thread) is logged with its cause and replaced by that
-        thread; its unfinished unroll is dropped, every other thread goes on
+        thread (parl_remote.ActorPool.call); its unfinished unroll is dropped, every other thread goes on
         CartPole: once the training return is near the target, evaluate 10 greedy episodes; stop at the target
 
 The actors ask for actions once per step of E envs (one round trip serves E env steps) and the predictor
@@ -53,7 +53,7 @@ from parl.env import is_minatar, make_minatar
 from parl.utils import compute_gae, logger, summary
 from parl_algorithms.torch.nets import MLP
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
-from parl_remote import ActorDiedError
+from parl_remote import ActorDiedError, ActorPool
 
 # Per-env defaults. "vector" (CartPole and other small envs): tuned here. "atari": PARL's ga3c_config.py
 # (42x42 frames, t_max 5, train batch 128, lr 5e-4, GAE lambda 1, summed loss, gradient norm 40).
@@ -202,11 +202,12 @@ class Learner:
         self.stop = threading.Event()
         self.lock = threading.Lock()  # counters and the list of finished episodes
         self.recent: deque[float] = deque(maxlen=20)
-        self.env_steps = self.replaced = self.predictions = self.predict_batches = 0
+        self.env_steps = self.predictions = self.predict_batches = 0
         self.step_calls, self.step_call_s, self.step_env_s, self.predict_wait_s = 0, 0.0, 0.0, 0.0  # agent waits
         self.actor_pids: dict[int, int] = {}
         self.generation = [0] * args.actors
-        self.ready_s = [float("nan")] * args.actors  # when each first actor was up, seconds after start
+        self.actors: ActorPool | None = None  # start_actors()
+        self.ready_s = float("nan")  # when the first actors were up, seconds after start
         self.error: BaseException | None = None  # what stopped a thread, re-raised by main()
 
     def guarded(self, target, *args) -> None:
@@ -237,12 +238,21 @@ class Learner:
         logger.info("actor %d started, pid=%d", ident, self.actor_pids[ident])
         return actor
 
+    def start_actors(self) -> None:
+        """One actor per agent thread, started in parallel; each thread replaces its own when it dies (the
+        pool logs it and raises ActorDiedError in that thread: the unfinished unroll is dropped)."""
+        self.actors = ActorPool(self.new_actor, self.args.actors, on_death="report", logger=logger)
+        self.ready_s = time.perf_counter() - self.start
+
+    @property
+    def replaced(self) -> int:
+        return self.actors.replacements if self.actors is not None else 0
+
     def run_agent(self, ident: int) -> None:
         """Drives one remote actor: asks the predictor for actions, steps the actor, queues finished unrolls."""
         T, E = self.cfg["unroll_length"], self.cfg["envs_per_actor"]
-        actor = self.new_actor(ident)
-        self.ready_s[ident] = time.perf_counter() - self.start
-        obs = actor.reset_obs()
+        actors = self.actors
+        obs = actors.call(ident, "reset_obs")
         buf = dict(obs=np.empty((T + 1, *obs.shape), obs.dtype), actions=np.empty((T + 1, E), np.int64),
                    values=np.empty((T + 1, E), np.float32), valid=np.empty((T + 1, E), bool),
                    rewards=np.empty((T, E), np.float32), terminated=np.empty((T, E), bool),
@@ -264,14 +274,9 @@ class Learner:
                 t = 0
             try:
                 stepped = time.perf_counter()
-                obs, rewards, terminated, truncated, returns, env_s = actor.step(actions)
-            except ActorDiedError as err:
-                logger.warning("actor %d died (%s: %s); starting a replacement", ident, type(err).__name__,
-                               err.cause)
-                actor = self.new_actor(ident)
-                with self.lock:
-                    self.replaced += 1
-                obs, prev_done, t = actor.reset_obs(), np.zeros(E, bool), 0  # the unfinished unroll is dropped
+                obs, rewards, terminated, truncated, returns, env_s = actors.call(ident, "step", actions)
+            except ActorDiedError:  # logged and replaced by the pool; the unfinished unroll is dropped
+                obs, prev_done, t = actors.call(ident, "reset_obs"), np.zeros(E, bool), 0
                 continue
             buf["rewards"][t], buf["terminated"][t], buf["truncated"][t] = rewards, terminated, truncated
             prev_done = terminated | truncated
@@ -438,6 +443,7 @@ def main() -> None:
     else:
         parl.connect(args.address)
     learner = Learner(args, cfg, model, start)
+    learner.start_actors()
     bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="frame", smoothing=0.05)
     outcome: dict = {}
     threads = [threading.Thread(target=learner.guarded, args=(learner.run_predictor,), name="predictor", daemon=True)]
@@ -476,7 +482,7 @@ def main() -> None:
               "eval_return_mean": eval_mean,
               "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
               "eval_source": eval_source, "env_steps": learner.env_steps, "updates": updates,
-              "wall_s": round(wall_s, 3), "actors_ready_s": round(max(learner.ready_s), 3),
+              "wall_s": round(wall_s, 3), "actors_ready_s": round(learner.ready_s, 3),
               "env_steps_per_s": round(learner.env_steps / wall_s, 1),
               "predict_batch_requests": round(learner.predictions / max(learner.predict_batches, 1), 2),
               "step_call_ms": round(1000 * learner.step_call_s / max(learner.step_calls, 1), 3),

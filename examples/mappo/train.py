@@ -20,6 +20,7 @@ van Hasselt et al. 2016):
             minibatches: MAPPO.learn (clipped surrogate + entropy on the actor, clipped Huber value loss on
             PopArt-normalised returns on the critic, separate Adams, gradients clipped at 10)
         a dead collector (ActorDiedError) is logged with its cause and replaced; its unroll is asked again
+            (parl_remote.ActorPool)
     every --eval-every env steps: --eval-episodes deterministic (argmax / mean) episodes
 
 Metrics: MPE returns are PER AGENT (the team's summed return / n_agents, PARL's MAPPO metric; spread with
@@ -42,7 +43,6 @@ tensorboard scalars and ``<logdir>/checkpoint/agent_<i>.ckpt`` (``--restore <tha
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import functools
 import importlib
@@ -381,31 +381,6 @@ def evaluate(policies: Policies, env_id: str, env_kwargs: dict, episodes: int, s
     return returns
 
 
-def collect(actors: list, weights: list[dict], new_actor) -> tuple[list[dict], int]:
-    """One synchronous round: every actor's unroll with ``weights``; a dead actor is replaced and asked again.
-
-    Returns:
-        (the unrolls, in actor order; how many actors were replaced)
-    """
-    from parl_remote import ActorDiedError
-
-    pending = {actor.sample(weights): slot for slot, actor in enumerate(actors)}
-    unrolls: list[dict | None] = [None] * len(actors)
-    replaced = 0
-    while pending:
-        done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            slot = pending.pop(future)
-            try:
-                unrolls[slot] = future.result()
-            except ActorDiedError as err:
-                logger.warning("actor %d died (%s: %s); starting a replacement", slot, type(err).__name__, err.cause)
-                actors[slot] = new_actor(slot)
-                replaced += 1
-                pending[actors[slot].sample(weights)] = slot
-    return unrolls, replaced
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env", default="mpe2:simple_spread_v3",
@@ -465,8 +440,7 @@ def main() -> None:
     E, T = args.num_envs, args.unroll_length
     if args.actors == 0:
         actors = [Actor._original(args.env, env_kwargs, E, T, spec, args.seed * 100_000, policies=policies)]
-        replaced_total, actors_ready_s = 0, 0.0
-        new_actor = None
+        actors_ready_s = 0.0
     else:
         if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
             os.environ.setdefault("XPARL_PRELOAD", f"{args.backend},gymnasium,mpe2,parl_core.{args.backend},"
@@ -483,9 +457,11 @@ def main() -> None:
             logger.info("actor %d started, pid=%d", slot, actor.pid().result())
             return actor
 
-        with concurrent.futures.ThreadPoolExecutor(args.actors) as pool:
-            actors = list(pool.map(new_actor, range(args.actors)))
-        replaced_total, actors_ready_s = 0, time.perf_counter() - start
+        from parl_remote import ActorPool
+
+        # the actors start in parallel; a dead one is logged, replaced and asked again for its unroll
+        actors = ActorPool(new_actor, args.actors, logger=logger)
+        actors_ready_s = time.perf_counter() - start
         logger.info("%d actors ready after %.1f s", args.actors, actors_ready_s)
 
     steps_per_update = E * T
@@ -513,8 +489,7 @@ def main() -> None:
             if args.actors == 0:
                 unrolls = [actors[0].sample()]
             else:
-                unrolls, replaced = collect(actors, policies.get_weights(), new_actor)
-                replaced_total += replaced
+                unrolls = actors.call_all("sample", policies.get_weights())
             env_s += max(u["env_s"] for u in unrolls)
             tic = time.perf_counter()
             info = learn(policies, unrolls, rng, args.ppo_epoch, args.num_mini_batch)
@@ -557,7 +532,7 @@ def main() -> None:
               "train_return_mean": float(np.mean(recent)) if recent else float("nan"),
               "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
               "env_steps_per_s": round(env_steps / wall_s, 1), "env_s": round(env_s, 3), "learn_s": round(learn_s, 3),
-              "actors_ready_s": round(actors_ready_s, 3), "actors_replaced": replaced_total,
+              "actors_ready_s": round(actors_ready_s, 3), "actors_replaced": actors.replacements if args.actors else 0,
               "interrupted": interrupted, "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
     curve_file.close()
     summary.flush()

@@ -19,7 +19,8 @@ PARL's benchmark/torch/qmix with EPyMARL's defaults for LBF / RWARE, Papoudakis 
         epsilon decays linearly from 1 to 0.05 over the first 50k env steps
         every --eval-every env steps: --eval-episodes greedy episodes (team return, summed over agents)
     remote collection keeps every actor busy: the learner takes results as they complete and sends the actor its
-    next request with the current weights; a dead actor (ActorDiedError) is logged and replaced
+    next request with the current weights; a dead actor (ActorDiedError) is logged and replaced, and the
+    replacement gets the lost request with the weights of that moment (parl_remote.ActorPool)
 
 Usage::
 
@@ -35,7 +36,6 @@ Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, ``<logdir>/model.ckpt`
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import functools
 import importlib
@@ -52,7 +52,7 @@ from tqdm import tqdm
 import parl
 from parl.env import MultiAgentVectorEnv, make_multiagent_env
 from parl.utils import summary
-from parl_remote import ActorDiedError
+from parl_remote import ActorPool
 
 logger = logging.getLogger("qmix")
 
@@ -506,9 +506,8 @@ def main() -> None:
         logger.info("actor %d started, pid=%d", slot, actor.pid().result())
         return actor
 
-    if args.actors:
-        with concurrent.futures.ThreadPoolExecutor(args.actors) as pool:  # each start imports a framework
-            actors = list(pool.map(new_actor, range(args.actors)))
+    if args.actors:  # the actors start in parallel (each imports a framework); a dead one is logged and replaced
+        actors = ActorPool(new_actor, args.actors, logger=logger)
     actors_ready_s = time.perf_counter() - start
     buffer = EpisodeBuffer(cfg["buffer_size"], episode_shapes(eval_envs), eval_envs.episode_limit + 1, args.seed)
     reward_stats = RunningMeanStd()
@@ -517,7 +516,7 @@ def main() -> None:
         frac = min(steps / cfg["epsilon_anneal_steps"], 1.0)
         return cfg["epsilon_start"] + frac * (cfg["epsilon_finish"] - cfg["epsilon_start"])
 
-    env_steps, episodes, updates, syncs, replaced = 0, 0, 0, 0, 0
+    env_steps, episodes, updates, syncs = 0, 0, 0, 0
     learn_s = collect_s = 0.0
     recent: deque[float] = deque(maxlen=100)
     losses: deque[float] = deque(maxlen=100)
@@ -591,28 +590,18 @@ def main() -> None:
                 consume(local.run(None if shared is not None else agent_model.get_weights(), epsilon_at(env_steps), 1))
         else:
             per_call = E  # episodes per collector call
-            pending = {actor.run(agent_model.get_weights(), epsilon_at(0), per_call): slot
-                       for slot, actor in enumerate(actors)}
-            while pending:
-                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-                for future in done:
-                    slot = pending.pop(future)
-                    try:
-                        result = future.result()
-                    except ActorDiedError as err:
-                        logger.warning("actor %d died (%s: %s); starting a replacement", slot, type(err).__name__,
-                                       err.cause)
-                        actors[slot] = new_actor(slot)
-                        replaced += 1
-                        if env_steps < cfg["total_steps"] and not reached:
-                            pending[actors[slot].run(agent_model.get_weights(), epsilon_at(env_steps),
-                                                     per_call)] = slot
-                        continue
-                    if env_steps >= cfg["total_steps"] or reached:  # the budget is spent: drop late results
-                        continue
-                    consume(result)
-                    if env_steps < cfg["total_steps"] and not reached:
-                        pending[actors[slot].run(agent_model.get_weights(), epsilon_at(env_steps), per_call)] = slot
+
+            def ask(actor: Any) -> Any:  # the current weights and epsilon, also for a dead actor's replacement
+                return actor.run(agent_model.get_weights(), epsilon_at(env_steps), per_call)
+
+            for slot in range(args.actors):
+                actors.submit(ask, slot=slot)
+            for task in actors.as_completed():
+                if env_steps >= cfg["total_steps"] or reached:  # the budget is spent: drop late results
+                    continue
+                consume(task.result())
+                if env_steps < cfg["total_steps"] and not reached:
+                    actors.submit(ask, slot=task.slot)
     except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop and still write the summary
         interrupted = True
     bar.close()
@@ -630,7 +619,8 @@ def main() -> None:
         "train_return_mean": float(np.mean(recent)) if recent else float("nan"), "env_steps": env_steps,
         "episodes": episodes, "updates": updates, "target_syncs": syncs, "wall_s": round(wall_s, 3),
         "env_steps_per_s": round(env_steps / wall_s, 1), "learn_s": round(learn_s, 3),
-        "collect_s": round(collect_s, 3), "actors_ready_s": round(actors_ready_s, 3), "actors_replaced": replaced,
+        "collect_s": round(collect_s, 3), "actors_ready_s": round(actors_ready_s, 3),
+        "actors_replaced": actors.replacements if args.actors else 0,
         "reached": reached, "target_return": args.target_return, "interrupted": interrupted,
         "total_steps": cfg["total_steps"], "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]],
     }

@@ -122,9 +122,8 @@ def load_example():
 
 
 def test_dead_collector_is_replaced_and_asked_again():
-    from parl_remote import ActorDiedError
-
-    train = load_example()
+    """The example's round: ``ActorPool.call_all("sample", weights)`` over its collectors."""
+    from parl_remote import ActorDiedError, ActorPool
 
     def future(value=None, error=None):
         f = Future()
@@ -141,15 +140,16 @@ def test_dead_collector_is_replaced_and_asked_again():
                 return future(error=ActorDiedError("actor died", cause="killed by signal 9 (SIGKILL)"))
             return future({"from": self.name})
 
-    actors = [FakeActor("a"), FakeActor("b", dies=True)]
     started = []
 
     def new_actor(slot):
         started.append(slot)
-        return FakeActor(f"replacement-{slot}")
+        return FakeActor("ab"[slot], dies=slot == 1) if len(started) <= 2 else FakeActor(f"replacement-{slot}")
 
-    unrolls, replaced = train.collect(actors, ["w"], new_actor)
-    assert unrolls == [{"from": "a"}, {"from": "replacement-1"}] and replaced == 1 and started == [1]
+    actors = ActorPool(new_actor, 2)
+    unrolls = actors.call_all("sample", ["w"])
+    assert unrolls == [{"from": "a"}, {"from": "replacement-1"}] and actors.replacements == 1
+    assert sorted(started) == [0, 1, 1]
     assert actors[1].name == "replacement-1" and actors[1].calls == [["w"]]  # the weights go with the retry
 
 

@@ -35,9 +35,12 @@ _LAZY = {
     "ClusterClient": "parl_remote.client.cluster_client",
     "remote_class": "parl_remote.client.decorator",
     "RemoteFuture": "parl_remote.client.future",
+    "ActorPool": "parl_remote.client.pool",
+    "PoolTask": "parl_remote.client.pool",
     **dict.fromkeys(
         (
             "ActorDiedError",
+            "ActorPoolError",
             "AuthenticationError",
             "ClusterConnectionError",
             "FutureObjectEmpty",

@@ -6,6 +6,7 @@
 - ``RemoteAttributeError``: also an ``AttributeError``; what an ``AttributeError`` raised remotely (reading an
   attribute the remote object lacks, or raised by user code) is re-raised as (PARL's name).
 - ``ActorDiedError``: the actor's process ended (killed, crashed, over ``max_memory``, worker lost).
+- ``ActorPoolError``: an ``ActorPool`` gave up replacing the actors of a slot (or was used after ``close``).
 - ``ResourceError``: no free CPU within the configured wait.
 - ``SerializationError``: an argument or a return value cannot be pickled.
 - ``ClusterConnectionError``: the master cannot be reached; ``AuthenticationError``: wrong token;
@@ -41,6 +42,19 @@ class ActorDiedError(RemoteError):
     def __init__(self, message: str, cause: str = "unknown") -> None:
         super().__init__(message)
         self.cause = cause
+
+
+class ActorPoolError(RemoteError):
+    """An ``ActorPool`` gave up: one slot's actors kept dying or failing to start (or the pool was closed).
+
+    Attributes:
+        slot: the slot that failed (None for a closed pool).
+        cause: the last failure, ``"<type>: <cause>"``.
+    """
+
+    def __init__(self, message: str, slot: int | None = None, cause: str = "") -> None:
+        super().__init__(message)
+        self.slot, self.cause = slot, cause
 
 
 class ResourceError(RemoteError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import sys
+import threading
 from typing import Any
 
 import cloudpickle
@@ -12,6 +13,7 @@ from parl_remote import files
 from parl_remote.wire import serialization
 
 _CLASS_CACHE: dict[tuple[type, bool], tuple[Any, bytes | None]] = {}
+_BY_VALUE_LOCK = threading.Lock()
 
 
 def _importable_remotely(module: Any, entry_shipped: bool) -> bool:
@@ -62,13 +64,14 @@ def class_parts(cls: type, entry_shipped: bool = True) -> tuple[Any, bytes | Non
     blob = None
     if ref is None:
         by_value = module is not None and cls.__module__ != "__main__" and getattr(module, "__file__", None)
-        if by_value:
-            cloudpickle.register_pickle_by_value(module)
-        try:
-            blob = serialization.dumps_code(cls)
-        finally:
+        with _BY_VALUE_LOCK:  # cloudpickle's by-value registry is global: threads starting actors take turns
             if by_value:
-                cloudpickle.unregister_pickle_by_value(module)
+                cloudpickle.register_pickle_by_value(module)
+            try:
+                blob = serialization.dumps_code(cls)
+            finally:
+                if by_value:
+                    cloudpickle.unregister_pickle_by_value(module)
     _CLASS_CACHE[(cls, entry_shipped)] = (ref, blob)
     return ref, blob
 
