@@ -8,9 +8,10 @@ training games (whole games, unclipped) against agent steps, and PARL's values r
 markers.
 
 A run is a folder ``examples/<example>/results/<name>/seed<k>/`` holding what the example wrote: ``curve.csv``
-(``env_steps``, ``wall_s``, ``episode_return``: one line per finished game), ``summary.json``, and the record of
-``benchmarks/atari/run_curve.py`` (``run.json``: command, commit, dates, load average, CPU seconds). A row whose
-folder has no such run, or a file that cannot be read or drawn, fails the build.
+(``env_steps``, ``wall_s``, ``episode_return``: one line per finished game), ``summary.json`` (absent for a run
+stopped before it wrote one), and the record of ``benchmarks/atari/run_curve.py`` (``run.json``: command, commit,
+dates, load average, CPU seconds, exit status, and a ``note`` where something needs saying). A row whose folder has
+no such run, or a file that cannot be read or drawn, fails the build.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def load_runs(folder: str) -> list[Run]:
     """The ``seed*`` runs of a results folder.
 
     Raises:
-        ValueError: the folder has no run, or a run lacks curve.csv / summary.json / run.json or has no game.
+        ValueError: the folder has no run, or a run lacks curve.csv / run.json or has no game.
     """
     base = ROOT / folder
     seeds = sorted(base.glob("seed*"))
@@ -118,7 +119,7 @@ def load_runs(folder: str) -> list[Run]:
         raise ValueError(f"{folder}: no seed*/ run folder (the Results page row needs its committed data)")
     runs = []
     for seed in seeds:
-        missing = [name for name in ("curve.csv", "summary.json", "run.json") if not (seed / name).is_file()]
+        missing = [name for name in ("curve.csv", "run.json") if not (seed / name).is_file()]
         if missing:
             raise ValueError(f"{seed.relative_to(ROOT)}: missing {', '.join(missing)}")
         with (seed / "curve.csv").open(newline="", encoding="utf-8") as f:
@@ -127,7 +128,8 @@ def load_runs(folder: str) -> list[Run]:
             raise ValueError(f"{seed.relative_to(ROOT)}/curve.csv: no finished game")
         runs.append(Run(seed, [int(r["env_steps"]) for r in rows], [float(r["wall_s"]) for r in rows],
                         [float(r["episode_return"]) for r in rows],
-                        json.loads((seed / "summary.json").read_text()), json.loads((seed / "run.json").read_text())))
+                        json.loads((seed / "summary.json").read_text()) if (seed / "summary.json").is_file() else {},
+                        json.loads((seed / "run.json").read_text())))
     return runs
 
 
@@ -161,6 +163,20 @@ def plot_rows(out_dir: pathlib.Path) -> list[pathlib.Path]:
     return written
 
 
+def ended(run: Run) -> str:
+    """How a run ended, in words: its budget spent, stopped (resumable or not), or failed; plus its record's note."""
+    code = run.record.get("returncode")
+    if code == 0 and not run.summary.get("interrupted"):
+        text = "budget spent" if not run.summary.get("reached") else "target reached"
+    elif code == 0 or code in (-2, -15):
+        resumable = (run.path / "checkpoint.pt").is_file() or run.summary.get("resumed") is not None
+        text = "stopped" + (" (goes on with --resume)" if resumable else "")
+    else:
+        text = f"exit status {code}"
+    note = run.record.get("note")
+    return f"{text}; {note}" if note else text
+
+
 def _fmt_score(value: float) -> str:
     return f"{value:+.1f}"
 
@@ -192,8 +208,8 @@ def render() -> str:
                   f":alt: {row.title}: mean score of the last {WINDOW} games against agent steps, ours and PARL's",
                   "```", "",
                   "| configuration | seed | agent steps | final mean of 100 games | best mean of 100 | wall-clock | "
-                  "load average (median, 1 min) | CPU s | commit | date (UTC) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "load average (median, 1 min) | CPU s | commit | date (UTC) | how it ended |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for series in row.series:
             for run in load_runs(series.folder):
                 means = run.running_mean()
@@ -202,7 +218,7 @@ def render() -> str:
                     f"| {series.label} | {run.path.name} | {run.steps[-1]:,} | {_fmt_score(means[-1])} | "
                     f"{_fmt_score(max(means[WINDOW - 1:] or means))} | {record['wall_s'] / 60:.0f} min | "
                     f"{record['loadavg_1m']['median']:.1f} | {record['cpu_s']:,.0f} | "
-                    f"`{record['commit'][:10]}` | {record['start_utc'][:16].replace('T', ' ')} |")
+                    f"`{record['commit'][:10]}` | {record['start_utc'][:16].replace('T', ' ')} | {ended(run)} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -13,7 +13,8 @@ Actor-Learner Architectures"):
         IMPALA.learn on each, flattened env-major to [E * T, ...] (PARL's layout; V-trace corrects for the
         actor's stale policy) and sends the new weights, one {name: ndarray} message, with that actor's
         next call
-    a dead actor (ActorDiedError from its future) is logged with its cause and replaced; training goes on
+    the actors are a parl_remote.ActorPool: a dead actor (ActorDiedError from its future) is logged with its cause
+        and replaced, its unanswered calls sent to the replacement; training goes on
     CartPole: once the recent training return is high, evaluate 10 greedy episodes; stop at --target-return
 
 Usage::
@@ -41,6 +42,7 @@ import json
 import logging
 import os
 import signal
+import threading
 import time
 from collections import deque
 
@@ -57,7 +59,7 @@ from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmin
 from parl.utils import PiecewiseScheduler, atomic_write, summary
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
-from parl_remote import ActorDiedError
+from parl_remote import ActorPool
 
 logger = logging.getLogger("impala")
 
@@ -410,24 +412,30 @@ def main() -> None:
     else:
         parl.connect(args.address)
 
-    spawned = resumed["spawned"] if resumed else 0  # a resumed run's actors draw seeds the first run did not use
+    spawned = [resumed["spawned"] if resumed else 0]  # actors made; a resumed run's draw seeds not used before
+    spawn_lock = threading.Lock()  # the pool starts its first actors in parallel threads
 
-    def new_actor() -> Actor:
-        nonlocal spawned
-        actor = Actor(args.env, E, T, cfg, args.seed * 1000 + 100 * spawned, args.envpool)
-        spawned += 1
-        logger.info("actor %d started, pid=%d", spawned - 1, actor.pid().result())
+    def new_actor(slot: int) -> Actor:
+        with spawn_lock:
+            index, spawned[0] = spawned[0], spawned[0] + 1
+        actor = Actor(args.env, E, T, cfg, args.seed * 1000 + 100 * index, args.envpool)
+        logger.info("actor %d started in slot %d, pid=%d", index, slot, actor.pid().result())
         return actor
 
-    actors = [new_actor() for _ in range(args.actors)]
-    pending: dict[concurrent.futures.Future, int] = {}
+    # a dead actor (ActorDiedError) is logged with its cause and replaced by the pool, and its unanswered calls go
+    # to the replacement; `sample` reads the latest weights when a call is (re)sent
+    actors = ActorPool(new_actor, args.actors, logger=logger)
     weights = model.get_weights()
-    for slot, actor in enumerate(actors):
-        for _ in range(args.inflight):
-            pending[actor.sample(weights)] = slot
 
-    env_steps, updates, replaced = (resumed["env_steps"], resumed["updates"], resumed["replaced"]) if resumed \
-        else (0, 0, 0)
+    def sample(actor: Actor) -> concurrent.futures.Future:
+        return actor.sample(weights)
+
+    for slot in range(args.actors):
+        for _ in range(args.inflight):
+            actors.submit(sample, slot=slot)
+
+    env_steps, updates, replaced_before = (resumed["env_steps"], resumed["updates"], resumed["replaced"]) \
+        if resumed else (0, 0, 0)
     recent = deque(resumed["recent"] if resumed else (), maxlen=20)
     eval_returns: list[float] = []
     reached = False
@@ -449,70 +457,52 @@ def main() -> None:
     def checkpoint() -> None:
         curve.flush()
         save_checkpoint(os.path.join(logdir, CHECKPOINT), alg, lr_schedule,
-                        dict(run=run, env_steps=env_steps, updates=updates, replaced=replaced, spawned=spawned,
+                        dict(run=run, env_steps=env_steps, updates=updates,
+                             replaced=replaced_before + actors.replacements, spawned=spawned[0],
                              recent=list(recent), wall_s=time.perf_counter() - start))
     bar = tqdm(total=total_steps, initial=env_steps, disable=args.no_progress, unit="step", smoothing=0.05)
     interrupted = False
     try:
         while env_steps < total_steps and not reached:
-            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
-                if env_steps >= total_steps or reached:  # the budget is spent: leave the rest unconsumed
-                    break
-                slot = pending.pop(future, None)
-                if slot is None:  # a call of an actor already replaced below
-                    continue
-                try:
-                    batch = future.result()
-                except ActorDiedError as err:
-                    for queued in [f for f, s in pending.items() if s == slot]:  # they fail the same way
-                        pending.pop(queued)
-                    logger.warning("actor in slot %d died (%s: %s); starting a replacement", slot, err.cause, err)
-                    actors[slot] = new_actor()
-                    replaced += 1
-                    weights = model.get_weights()
-                    for _ in range(args.inflight):
-                        pending[actors[slot].sample(weights)] = slot
-                    continue
-                buffer.append(batch)
-                steps = batch["rewards"].size
-                env_steps += steps
-                wall_s = time.perf_counter() - start
-                for ret in batch["episode_returns"]:
-                    recent.append(float(ret))
-                    writer.writerow([env_steps, round(wall_s, 3), float(ret)])
-                    summary.add_scalar("train/episode_return", float(ret), env_steps)
-                if len(batch["episode_returns"]):
-                    curve.flush()
-                if sum(b["rewards"].size for b in buffer) >= train_batch:
-                    if lr_schedule is not None:  # PARL: a value per learner update
-                        lr = lr_schedule.step()
-                    else:
-                        lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * min(env_steps / total_steps, 1.0)
-                    alg.learn(*(np.concatenate([env_major(b[key]) for b in buffer])
-                                for key in ("obs", "actions", "behaviour_logits", "rewards", "dones")),
-                              lr, cfg["entropy_coeff"])
-                    buffer.clear()
-                    weights = model.get_weights()
-                    updates += 1
-                    if args.checkpoint_every and time.monotonic() - last_checkpoint >= 60 * args.checkpoint_every:
-                        checkpoint()
-                        last_checkpoint = time.monotonic()
-                    if updates % 10 == 0:
-                        for key, value in alg.get_info().items():
-                            summary.add_scalar(key, value, env_steps)
-                        summary.add_scalar("train/lr", lr, env_steps)
-                        summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
-                pending[actors[slot].sample(weights)] = slot  # its next unroll, with the latest weights
-                bar.update(steps)
-                bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent) if recent else 0:.1f}",
-                                refresh=False)
-                if recent and np.mean(recent) >= cfg["eval_trigger"] and len(recent) >= 10 and updates % 5 == 0:
-                    eval_returns = evaluate(alg, args.env, cfg, args.seed)
-                    summary.add_scalar("eval/return_mean", float(np.mean(eval_returns)), env_steps)
-                    reached = float(np.mean(eval_returns)) >= target
-                    if reached:
-                        break
+            task = actors.next_completed()
+            batch = task.result()
+            buffer.append(batch)
+            steps = batch["rewards"].size
+            env_steps += steps
+            wall_s = time.perf_counter() - start
+            for ret in batch["episode_returns"]:
+                recent.append(float(ret))
+                writer.writerow([env_steps, round(wall_s, 3), float(ret)])
+                summary.add_scalar("train/episode_return", float(ret), env_steps)
+            if len(batch["episode_returns"]):
+                curve.flush()
+            if sum(b["rewards"].size for b in buffer) >= train_batch:
+                if lr_schedule is not None:  # PARL: a value per learner update
+                    lr = lr_schedule.step()
+                else:
+                    lr = cfg["lr"] + (cfg["lr_final"] - cfg["lr"]) * min(env_steps / total_steps, 1.0)
+                alg.learn(*(np.concatenate([env_major(b[key]) for b in buffer])
+                            for key in ("obs", "actions", "behaviour_logits", "rewards", "dones")),
+                          lr, cfg["entropy_coeff"])
+                buffer.clear()
+                weights = model.get_weights()
+                updates += 1
+                if args.checkpoint_every and time.monotonic() - last_checkpoint >= 60 * args.checkpoint_every:
+                    checkpoint()
+                    last_checkpoint = time.monotonic()
+                if updates % 10 == 0:
+                    for key, value in alg.get_info().items():
+                        summary.add_scalar(key, value, env_steps)
+                    summary.add_scalar("train/lr", lr, env_steps)
+                    summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
+            actors.submit(sample, slot=task.slot)  # its next unroll, with the latest weights
+            bar.update(steps)
+            bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent) if recent else 0:.1f}",
+                            refresh=False)
+            if recent and np.mean(recent) >= cfg["eval_trigger"] and len(recent) >= 10 and updates % 5 == 0:
+                eval_returns = evaluate(alg, args.env, cfg, args.seed)
+                summary.add_scalar("eval/return_mean", float(np.mean(eval_returns)), env_steps)
+                reached = float(np.mean(eval_returns)) >= target
     except KeyboardInterrupt:  # Ctrl-C / SIGINT / SIGTERM: stop, and still write the checkpoint and the summary
         interrupted = True
     checkpoint()  # the unrolls gathered toward an unfinished learner batch are not in it
@@ -531,7 +521,8 @@ def main() -> None:
         "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
         "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
-        "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced, "reached": reached,
+        "env_steps_per_s": round(env_steps / wall_s, 1), "actors_replaced": replaced_before + actors.replacements,
+        "reached": reached,
         "interrupted": interrupted, "resumed": bool(resumed), "target_return": target,
         "loadavg": open("/proc/loadavg").read().split()[:3],
     }
