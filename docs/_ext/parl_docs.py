@@ -24,7 +24,10 @@
    (by the columns of :data:`CURVE_AXES` each file has, e.g. evaluation return against env steps, one line per
    seed); pages show them with a ``{figure}``.
 
-4. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
+4. Private bases. A class's ``Bases:`` line names no private class (a name or module path part starting with
+   ``_``): each is replaced by its public bases (:func:`public_bases`).
+
+5. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
    documented by the API reference under that module's name; ``parl``'s re-exports must point at a documented
    object. A missing one is a warning.
 """
@@ -295,10 +298,35 @@ def _check_coverage(app: Sphinx, env: Any) -> None:
                            type="parl", subtype="coverage")
 
 
+def is_private_class(cls: type) -> bool:
+    """A class whose name, or a part of whose module path, starts with ``_``
+    (``parl_algorithms.torch._common.LazyInfo``, ``parl_core._agent_base.AgentBase``): an implementation detail
+    that the API reference does not document."""
+    module = getattr(cls, "__module__", "") or ""
+    return cls.__name__.startswith("_") or any(part.startswith("_") for part in module.split("."))
+
+
+def public_bases(bases: list[type]) -> list[type]:
+    """``bases`` with each private class replaced by its own public bases (recursively), without repeats; ``[object]``
+    when none is left."""
+    out: list[type] = []
+    for base in bases:
+        for public in public_bases(list(base.__bases__)) if is_private_class(base) else [base]:
+            if public not in out:
+                out.append(public)
+    return [b for b in out if b is not object] or [object]
+
+
+def _hide_private_bases(app: Sphinx, name: str, obj: Any, options: Any, bases: list[type]) -> None:
+    """``Bases:`` lines name public classes only (a private mixin's place is taken by its public bases)."""
+    bases[:] = public_bases(list(bases))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension's event handlers."""
     app.connect("builder-inited", _builder_inited)
     app.connect("source-read", _source_read)
     app.connect("autodoc-process-docstring", _check_docstring)
+    app.connect("autodoc-process-bases", _hide_private_bases)
     app.connect("env-check-consistency", _check_coverage)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
