@@ -54,3 +54,52 @@ def test_getting_started_snippet_reaches_its_comment(tmp_path):
     m = re.search(rf"^{episodes} episodes: mean return of the last {last} (\d+)$", out, re.M)
     assert m, out
     assert int(m.group(1)) > above, f"the Getting-started snippet's comment promises > {above}: {out}"
+
+
+def _headings(text: str) -> list[tuple[int, str, bool]]:
+    """``(level, title, has_content)`` for each Markdown heading outside code fences; ``has_content``: some
+    non-blank line comes before the next heading of the same or a higher level."""
+    found: list[list] = []
+    fence = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            if found:
+                found[-1][2] = True
+            continue
+        m = re.match(r"^(`{3,}|~{3,})", stripped)
+        if m:
+            fence = m.group(1)
+            if found:
+                found[-1][2] = True
+            continue
+        h = re.match(r"^(#{1,6}) (.+)$", line)
+        if h:
+            found.append([len(h.group(1)), h.group(2).strip(), False])
+        elif stripped and found:
+            found[-1][2] = True
+    out = []
+    for i, (level, title, content) in enumerate(found):
+        nested = i + 1 < len(found) and found[i + 1][0] > level  # a heading whose content is its subsections
+        out.append((level, title, content or nested))
+    return out
+
+
+def _site_pages():
+    from blocks import pages
+
+    return [p for p in pages() if p.parent != DOCS.parent]
+
+
+def test_every_page_has_one_title_and_no_empty_heading():
+    """Included READMEs add no second top-level heading (``:shift:`` / ``:body:``), and no heading is left empty."""
+    problems = []
+    for page in _site_pages():
+        heads = _headings(page_text(page))
+        titles = [t for level, t, _ in heads if level == 1]
+        if len(titles) != 1:
+            problems.append(f"{page.relative_to(DOCS)}: titles {titles}")
+        problems += [f"{page.relative_to(DOCS)}: empty heading {t!r}" for _, t, content in heads if not content]
+    assert not problems, "\n".join(problems)
