@@ -18,6 +18,20 @@ SECTIONS = ("Paper", "When to use it", "Usage", "The example", "Learning curve",
             "Parameters")
 
 
+def _prose(text: str) -> str:
+    """``text`` without its fenced code blocks (a code comment is no heading)."""
+    out, fence = [], None
+    for line in text.splitlines():
+        m = re.match(r"^\s*(`{3,}|~{3,})", line)
+        if fence:
+            fence = None if m and m.group(1).startswith(fence) else fence
+        elif m:
+            fence = m.group(1)
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def _sections(text: str) -> dict[str, str]:
     """``## Title`` -> the text up to the next ``## `` heading (fenced code left as it is)."""
     out: dict[str, str] = {}
@@ -36,7 +50,8 @@ def test_the_pages_are_found():
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_page_has_the_template_sections(page):
     text = page_text(page)
-    h1 = re.findall(r"^# .+$", text, re.M)
+    prose = _prose(text)
+    h1 = re.findall(r"^# .+$", prose, re.M)
     assert len(h1) == 1, f"{page.name}: one title, got {h1} (a README included whole needs :body:)"
     first = text.split("\n## ", 1)[0].split("\n", 1)[1].strip()
     assert first, f"{page.name}: the first lines say at what budget the results are"
@@ -46,8 +61,8 @@ def test_page_has_the_template_sections(page):
     assert re.search(r"\]\(https://(arxiv\.org|doi\.org)/", sections["Paper"]), f"{page.name}: no paper link"
     usage = [b for b in blocks(sections["Usage"], page.name) if b.lang == "python"]
     assert usage and all(b.sketch is None for b in usage), f"{page.name}: a runnable python usage snippet"
-    assert re.search(r"^#+ .*Results", text, re.M), f"{page.name}: no results section"
-    curve_headings = re.findall(r"^#+ Learning curves?\b.*$", text, re.M)
+    assert re.search(r"^#+ .*Results", prose, re.M), f"{page.name}: no results section"
+    curve_headings = re.findall(r"^#+ Learning curves?\b.*$", prose, re.M)
     assert curve_headings == ["## Learning curve"], f"{page.name}: one curve section, got {curve_headings}"
     if page.stem in NO_CURVE:
         assert "writes no `curve.csv`" in sections["Learning curve"], f"{page.name}: say why there is no curve"
