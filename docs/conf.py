@@ -56,6 +56,7 @@ nitpicky = False
 
 html_theme = "furo"
 html_title = "PARL 3.0.0"
-html_static_path: list[str] = []
+html_static_path = ["_static"]  # parl.css; the figures drawn as SVG
+html_css_files = ["parl.css"]
 html_show_sourcelink = False
 pygments_style = "sphinx"

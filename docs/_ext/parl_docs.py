@@ -12,7 +12,10 @@
 
    which is replaced (at ``source-read``) by that README's text, from the line that starts with ``:start:``
    (included) to the line that starts with ``:end:`` (excluded), headings shifted down by ``:shift:`` levels.
-   Links are rewritten for the site: a link to a README that some page includes whole goes to that page, an
+   ``:body:`` leaves out the README's title (its first line, a ``#`` heading), for a page that has its own;
+   ``:no-images:`` leaves out the lines that are only an image (a page that shows them in a section of its own).
+   A block without ``:start:`` makes its page *the* page of that README (an ``:end:`` may still cut a last section).
+   Links are rewritten for the site: a link to a README that some page includes as its page goes to that page, an
    image to its file in the repository, any other repository path becomes plain text naming the path (the
    site does not host source files). A ``:start:`` or ``:end:`` line that is not found is an error.
 
@@ -24,7 +27,10 @@
    (by the columns of :data:`CURVE_AXES` each file has, e.g. evaluation return against env steps, one line per
    seed); pages show them with a ``{figure}``.
 
-4. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
+4. Private bases. A class's ``Bases:`` line names no private class (a name or module path part starting with
+   ``_``): each is replaced by its public bases (:func:`public_bases`).
+
+5. Public-API coverage. Every name in the ``__all__`` of the modules in :data:`PUBLIC_MODULES` must be
    documented by the API reference under that module's name; ``parl``'s re-exports must point at a documented
    object. A missing one is a warning.
 """
@@ -55,10 +61,10 @@ PUBLIC_MODULES: dict[str, list[str]] = {
     "evokit": ["evokit", "evokit.solvers", "evokit.optimizers", "evokit.noise", "evokit.models"],
 }
 # Names in __all__ that are documented as modules of their own (autodoc does not document a module as a member).
-MODULE_MEMBERS = {"parl_core.utils.logger", "parl_core.utils.summary"}
+MODULE_MEMBERS = {"parl_core.utils.atomic", "parl_core.utils.logger", "parl_core.utils.summary"}
 CHECKED_KINDS = {"module", "class", "exception", "function", "method", "property", "classmethod", "staticmethod"}
 
-_BLOCK = re.compile(r"^```\{readme\}[ \t]+(?P<path>\S+)[ \t]*\n(?P<opts>(?::[a-z]+:.*\n)*)```[ \t]*$", re.M)
+_BLOCK = re.compile(r"^```\{readme\}[ \t]+(?P<path>\S+)[ \t]*\n(?P<opts>(?::[a-z-]+:.*\n)*)```[ \t]*$", re.M)
 _LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]\n]*)\]\((?P<target>[^)\s]+)\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -76,13 +82,13 @@ def readme_blocks(text: str) -> list[tuple[re.Match[str], str, dict[str, str]]]:
 
 
 def whole_readme_pages() -> dict[str, str]:
-    """Repository path of each README that a page includes whole -> that page's docname."""
+    """Repository path of each README that a page includes as its page (no ``:start:``) -> that page's docname."""
     pages: dict[str, str] = {}
     for page in sorted(DOCS.rglob("*.md")):
         if "_build" in page.parts or "tests" in page.relative_to(DOCS).parts:
             continue
         for _, path, opts in readme_blocks(page.read_text(encoding="utf-8")):
-            if "start" not in opts and "end" not in opts:
+            if "start" not in opts:
                 pages.setdefault(path, page.relative_to(DOCS).with_suffix("").as_posix())
     return pages
 
@@ -111,6 +117,14 @@ def render_readme(path: str, opts: dict[str, str], docname: str, pages: dict[str
     """The README's text (the selected lines), headings shifted and links rewritten for page ``docname``."""
     readme = ROOT / path
     lines = readme.read_text(encoding="utf-8").splitlines()
+    if "body" in opts:
+        if not lines or not lines[0].startswith("# "):
+            raise ValueError(f"{path}: :body: drops the title, but the first line is no '# ' heading ({docname})")
+        lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+    if "no-images" in opts:
+        lines = [line for line in lines if not re.fullmatch(r"\s*!\[[^\]]*\]\([^)]*\)\s*", line)]
     start, end = opts.get("start"), opts.get("end")
     if start is not None:
         idx = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
@@ -296,10 +310,35 @@ def _check_coverage(app: Sphinx, env: Any) -> None:
                            type="parl", subtype="coverage")
 
 
+def is_private_class(cls: type) -> bool:
+    """A class whose name, or a part of whose module path, starts with ``_``
+    (``parl_algorithms.torch._common.LazyInfo``, ``parl_core._agent_base.AgentBase``): an implementation detail
+    that the API reference does not document."""
+    module = getattr(cls, "__module__", "") or ""
+    return cls.__name__.startswith("_") or any(part.startswith("_") for part in module.split("."))
+
+
+def public_bases(bases: list[type]) -> list[type]:
+    """``bases`` with each private class replaced by its own public bases (recursively), without repeats; ``[object]``
+    when none is left."""
+    out: list[type] = []
+    for base in bases:
+        for public in public_bases(list(base.__bases__)) if is_private_class(base) else [base]:
+            if public not in out:
+                out.append(public)
+    return [b for b in out if b is not object] or [object]
+
+
+def _hide_private_bases(app: Sphinx, name: str, obj: Any, options: Any, bases: list[type]) -> None:
+    """``Bases:`` lines name public classes only (a private mixin's place is taken by its public bases)."""
+    bases[:] = public_bases(list(bases))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension's event handlers."""
     app.connect("builder-inited", _builder_inited)
     app.connect("source-read", _source_read)
     app.connect("autodoc-process-docstring", _check_docstring)
+    app.connect("autodoc-process-bases", _hide_private_bases)
     app.connect("env-check-consistency", _check_coverage)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

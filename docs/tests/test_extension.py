@@ -105,3 +105,25 @@ def test_every_parl_reexport_has_a_row_on_the_parl_page():
     page = (parl_docs.DOCS / "api" / "parl.md").read_text(encoding="utf-8")
     missing = [name for name in parl.__all__ if f"| `parl.{name}` |" not in page]
     assert missing == [], f"docs/api/parl.md has no row for {missing}"
+
+
+def test_private_bases_are_hidden():
+    """``Bases:`` names no private class: a private mixin gives way to its public bases, or to ``object``."""
+    import parl_core.torch
+    from parl_algorithms.torch import DQN
+
+    assert parl_docs.is_private_class(DQN.__bases__[0])  # parl_algorithms.torch._common.LazyInfo
+    assert parl_docs.public_bases(list(DQN.__bases__)) == [parl_core.torch.Algorithm]
+    assert parl_docs.public_bases(list(parl_core.torch.Agent.__bases__)) == [object]
+    assert parl_docs.public_bases([parl_core.torch.Algorithm]) == [parl_core.torch.Algorithm]
+
+
+def test_remote_class_has_a_real_signature():
+    """help() and the API reference show the decorator's options, not ``(*args, **kwargs)``."""
+    import inspect
+
+    from parl_remote import remote_class
+
+    params = inspect.signature(remote_class).parameters
+    assert list(params) == ["cls", "wait", "max_memory", "n_gpu"]
+    assert params["wait"].kind is inspect.Parameter.KEYWORD_ONLY and params["wait"].default is True

@@ -102,6 +102,17 @@ def test_every_api_page_documents_its_package(site):
     for package in ("parl_core", "parl_algorithms", "parl_remote", "parl_monitor", "evokit"):
         text = (site / "api" / f"{package}.html").read_text(encoding="utf-8")
         assert f'id="module-{package}"' in text, package
+    core = (site / "api" / "parl_core.html").read_text(encoding="utf-8")
+    for cls, methods in (("Agent", ("learn", "predict", "sample", "save", "restore", "get_weights")),
+                         ("Algorithm", ("learn", "predict", "sample", "get_weights", "get_all_weights"))):
+        for method in methods:  # inherited from the framework-neutral base, shown on the class
+            assert f'id="parl_core.{cls}.{method}"' in core, f"parl_core.{cls}.{method}"
+    remote = (site / "api" / "parl_remote.html").read_text(encoding="utf-8")
+    signature = remote.split('id="parl_remote.remote_class"')[1][:3000]  # the options, not (*args, **kwargs)
+    assert "max_memory" in signature and "n_gpu" in signature
+    for page in ("on_policy", "value_based", "off_policy", "offline", "multi_agent", "meta", "paddle"):
+        assert (site / "api" / "algorithms" / f"{page}.html").is_file(), page
+    assert 'id="parl_algorithms.PPO"' in (site / "api" / "algorithms" / "on_policy.html").read_text(encoding="utf-8")
     cli = (site / "api" / "cli.html").read_text(encoding="utf-8")
     for anchor in ("xparl-start", "xparl-connect", "xparl-status", "xparl-stop", "parl-monitor"):  # sphinx-click
         assert f'id="{anchor}"' in cli, anchor

@@ -94,7 +94,7 @@ class Agent(AgentBase):
 
     A subclass's own ``predict`` / ``sample`` (PARL's ``class CartpoleAgent(parl.Agent)``) also run under
     ``paddle.no_grad()``; set ``no_grad_methods = ()`` in the subclass to keep autograd there (see
-    :class:`~parl_core._agent_base.AgentBase`). ``learn`` always runs with the caller's grad mode.
+    :attr:`no_grad_methods`). ``learn`` always runs with the caller's grad mode.
 
     Args:
         algorithm: the algorithm to drive, a ``parl_core.paddle.Algorithm``.

@@ -78,7 +78,7 @@ class Agent(AgentBase):
 
     ``predict`` / ``sample`` run under ``torch.no_grad()``, the defaults and a subclass's own alike (PARL's
     ``class CartpoleAgent(parl.Agent)``); set ``no_grad_methods = ()`` in the subclass to keep autograd there
-    (see :class:`~parl_core._agent_base.AgentBase`). ``learn`` runs with gradients.
+    (see :attr:`no_grad_methods`). ``learn`` runs with gradients.
 
     Args:
         algorithm: the algorithm to drive.
@@ -103,7 +103,10 @@ class Agent(AgentBase):
     # -- numpy <-> tensor ------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
-        """The device tensors are put on: the algorithm's main model's (CPU when it has no parameters).
+        """The device that this agent puts tensors on, by default the device of the algorithm's main model.
+
+        It is the algorithm's ``device`` when it has one, else the device of the main model's parameters, else
+        the CPU.
 
         PARL's ``Agent`` has no such property and PARL user agents set their own
         (``self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``): assigning it

@@ -134,8 +134,22 @@ def _make_proxy(cls: type, options: dict) -> type:
 def remote_class(*args: Any, **kwargs: Any) -> Any:
     """Makes every instance of a class live in its own process on the cluster (PARL's decorator).
 
-    Use as ``@remote_class`` or ``@remote_class(wait=False, max_memory=None, n_gpu=0)``. Call
+    Use as ``@remote_class`` or ``@remote_class(wait=False, max_memory=None, n_gpu=0)`` (keywords only). Call
     ``parl.connect(...)`` before creating instances.
+
+    Example::
+
+        import parl
+
+        @parl.remote_class(wait=False, max_memory=1024)
+        class Actor:
+            def sum(self, n):
+                return sum(range(n))
+
+        parl.connect()  # an embedded local cluster; or parl.connect("HOST:8010"), parl.connect("ray://HOST:10001")
+        actors = [Actor() for _ in range(2)]  # two processes
+        futures = [a.sum(10**6) for a in actors]  # wait=False: both run at once
+        print([f.get() for f in futures])
 
     Args:
         wait: True: method calls block and return the result. False: they return a
@@ -170,3 +184,14 @@ def remote_class(*args: Any, **kwargs: Any) -> Any:
     gpus.check_n_gpu(kwargs.get("n_gpu", 0))
     options = {**_OPTIONS, **kwargs}
     return lambda cls: _make_proxy(cls, options)
+
+
+# The signature the decorator is used with (``@remote_class`` or ``@remote_class(*, wait=..., ...)``), for help() and
+# the API reference; the implementation takes ``*args, **kwargs`` to tell the two forms apart.
+remote_class.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("cls", inspect.Parameter.POSITIONAL_ONLY, default=None, annotation="type | None")]
+    + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                         annotation={"wait": "bool", "max_memory": "float | None", "n_gpu": "int"}[name])
+       for name, default in _OPTIONS.items()],
+    return_annotation="Any",
+)
