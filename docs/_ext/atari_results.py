@@ -66,8 +66,7 @@ ROWS: tuple[Row, ...] = (
         parl_points=((2e6, -18.0), (4e6, 3.0), (5e6, 15.0)),
         parl_hardware="1 learner on a P40 GPU, 32 actors on 32 CPUs",
         target="mean of the last 100 games >= 18 within 8M agent steps and 90 minutes",
-        series=(Series("ours (examples/impala, EnvPool actors)", "examples/impala/results/pong"),
-                Series("PARL's impala_config.py (--config parl)", "examples/impala/results/pong-parl-config"))),
+        series=(Series("ours, lr 1e-3, learner batch 400 (--lr 1e-3)", "examples/impala/results/pong-lr1e-3"),)),
 )
 
 #: Rows of the reproduction plan that have no committed run yet (listed on the page as such).
