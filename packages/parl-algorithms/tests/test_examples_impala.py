@@ -129,7 +129,7 @@ def test_impala_envpool_missing_names_the_extra():
     code = ("import runpy, sys; sys.modules['envpool'] = None; "
             f"sys.argv = ['train.py', '--env', 'PongNoFrameskip-v4', '--envpool']; "
             f"runpy.run_path({str(EXAMPLES / 'impala' / 'train.py')!r}, run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "pip install 'parl-core[envpool]'" in proc.stderr
 
@@ -167,7 +167,7 @@ def test_impala_parl_model_is_parls():
 ])
 def test_impala_config_errors_name_the_fix(args, message):
     proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), *args], capture_output=True,
-                          text=True, timeout=120, cwd=str(ROOT))
+                          text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
 
 
@@ -223,7 +223,7 @@ def test_impala_resume_refuses_a_missing_or_damaged_checkpoint(tmp_path, damage,
     if damage is not None:
         (tmp_path / "checkpoint.pt").write_bytes(damage)
     proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), "--resume", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+                          capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 1 and message in proc.stderr and str(tmp_path) in proc.stderr, proc.stderr[-2000:]
     assert "weights_only=False" not in proc.stderr
 
@@ -231,5 +231,5 @@ def test_impala_resume_refuses_a_missing_or_damaged_checkpoint(tmp_path, damage,
 def test_impala_resume_refuses_other_settings(tmp_path):
     run_example("impala", tmp_path, "--total-steps", str(2 * UNROLL_STEPS), "--target-return", "1e9")
     proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), "--resume", str(tmp_path),
-                           "--unroll-length", "10"], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+                           "--unroll-length", "10"], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 1 and "unroll_length: 20 there, 10 here" in proc.stderr, proc.stderr[-2000:]
