@@ -24,6 +24,9 @@ TIMING = {"wall_s", "train_wall_s", "cpu_s", "env_steps_per_s", "loadavg", "resu
 CASES = {
     # name: (example folder, args on a tiny budget)
     "dqn": ("dqn", ["--total-steps", "2400"]),
+    "sac": ("sac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
+    "td3": ("td3", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
+    "ddpg": ("ddpg", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
 }
 
 
