@@ -21,12 +21,14 @@ from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 TIMING = {"wall_s", "train_wall_s", "cpu_s", "env_steps_per_s", "loadavg", "resumed"}
+PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
     # name: (example folder, args on a tiny budget)
     "dqn": ("dqn", ["--total-steps", "2400"]),
     "ppo": ("ppo", ["--total-steps", "2560"]),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1", "--total-steps", "6144"]),
+    "quickstart": ("quickstart", ["--max-episodes", "60"]),
     "sac": ("sac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "td3": ("td3", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "ddpg": ("ddpg", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
@@ -81,7 +83,7 @@ def _curve(logdir):
 
 def _summary(logdir):
     with open(logdir / "summary.json") as f:
-        return {k: v for k, v in json.load(f).items() if k not in TIMING}
+        return {k: v for k, v in json.load(f).items() if k not in TIMING | PATHS}
 
 
 def _assert_same(a, b, where="checkpoint"):
