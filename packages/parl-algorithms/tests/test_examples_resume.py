@@ -20,12 +20,15 @@ from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-TIMING = {"wall_s", "train_wall_s", "cpu_s", "env_steps_per_s", "loadavg", "resumed"}
+TIMING = {"wall_s", "train_wall_s", "cpu_s", "env_steps_per_s", "loadavg", "resumed", "tstart"}
 PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
     # name: (example folder, args on a tiny budget)
     "dqn": ("dqn", ["--total-steps", "2400"]),
+    "dqn_variants-minatar": ("dqn_variants", ["--env", "MinAtar/Breakout-v1", "--total-steps", "3000",
+                                              "--warmup-size", "500", "--eval-every", "1000", "--eval-episodes", "2",
+                                              "--memory-size", "5000"]),
     "ppo": ("ppo", ["--total-steps", "2560"]),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1", "--total-steps", "6144"]),
     "quickstart": ("quickstart", ["--max-episodes", "60"]),
@@ -91,8 +94,8 @@ def _assert_same(a, b, where="checkpoint"):
     if isinstance(a, dict):
         assert a.keys() == b.keys(), f"{where}: keys {sorted(a)} vs {sorted(b)}"
         for k in a:
-            if k == "spaces":  # (env.reset(seed=...) leaves the spaces' generators unseeded; no example samples them)
-                continue
+            if k == "spaces" or k in TIMING:  # (clocks; env.reset(seed=...) leaves the spaces' generators unseeded,
+                continue                         # and no example samples them)
             _assert_same(a[k], b[k], f"{where}.{k}")
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), f"{where}: lengths {len(a)} vs {len(b)}"

@@ -140,9 +140,16 @@ class RunLog:
             json.dump(result, f, indent=2)
         return result
 
-    def close(self) -> None:
-        """Close ``curve.csv`` and flush tensorboard."""
+    def flush(self) -> None:
+        """Write the curve rows and tensorboard events so far to disk."""
         if self._curve is not None:
+            self._curve.flush()
+        summary.flush()
+
+    def close(self) -> None:
+        """Close ``curve.csv`` (a later :meth:`row` appends to it) and flush tensorboard."""
+        if self._curve is not None:
+            self._resume_at = self._curve.position()
             self._curve.close()
             self._curve = None
         summary.flush()
@@ -229,6 +236,7 @@ def load_rng_state(state: Mapping[str, Any]) -> None:
 
 _SPACE_ATTRS = ("action_space", "observation_space", "single_action_space", "single_observation_space")
 _SKIP_ATTRS = frozenset({"_saved_kwargs", "metadata", "spec", "render_mode", "_np_random"})
+_INNER_ATTRS = ("env", "game")  # the wrapped env; MinAtar's game objects (``BaseEnv.game.env``)
 
 
 def _plain(value: Any) -> bool:
@@ -237,7 +245,7 @@ def _plain(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         return value.dtype.kind in "biufc"
     if isinstance(value, (list, tuple)):
-        return len(value) <= 4096 and all(_plain(v) for v in value)
+        return all(_plain(v) for v in value)
     return False
 
 
@@ -253,9 +261,10 @@ def _layers(env: Any) -> list[Any]:
         if type(layer).__name__ == "AsyncVectorEnv":
             raise TypeError("an AsyncVectorEnv's envs live in other processes and cannot be checkpointed; use "
                             "vectorization_mode='sync' (SyncVectorEnv) for runs that resume exactly")
-        inner = vars(layer).get("env")
-        if inner is not None:
-            stack.append(inner)
+        for name in _INNER_ATTRS:
+            inner = vars(layer).get(name)
+            if inner is not None and not _plain(inner) and not isinstance(inner, np.random.RandomState):
+                stack.append(inner)
         stack.extend(vars(layer).get("envs") or [])
     return layers
 
@@ -263,10 +272,12 @@ def _layers(env: Any) -> list[Any]:
 def env_state(env: Any) -> list[dict[str, Any]]:
     """The state of a gymnasium env (or ``SyncVectorEnv`` / native vector env), mid-episode included.
 
-    For each wrapper layer, the env itself and each sub-env of a vector env: its attributes of plain types
-    (numbers, strings, numeric numpy arrays and lists of them: classic-control's ``state``, ``TimeLimit``'s
-    ``_elapsed_steps``, a vector env's autoreset flags), its ``np_random`` generator, its spaces' generators
-    and, for MuJoCo envs, the simulator's full integration state (``mj_getState``, ``mjSTATE_INTEGRATION``).
+    For each wrapper layer, the env itself, each sub-env of a vector env and the game objects of MinAtar envs
+    (attributes ``env``, ``envs``, ``game`` are followed): its attributes of plain types (numbers, strings,
+    numeric numpy arrays and lists of them: classic-control's ``state``, ``TimeLimit``'s ``_elapsed_steps``, a
+    vector env's autoreset flags, a MinAtar game's positions), its ``np.random.RandomState`` attributes, its
+    ``np_random`` generator, its spaces' generators and, for MuJoCo envs, the simulator's full integration
+    state (``mj_getState``, ``mjSTATE_INTEGRATION``).
     State kept elsewhere (Box2D bodies, objects of other types, other processes) is not captured: checkpoint
     such envs at episode boundaries, where ``reset`` rebuilds it from ``np_random``.
 
@@ -277,7 +288,8 @@ def env_state(env: Any) -> list[dict[str, Any]]:
     for layer in _layers(env):
         attrs = {k: v for k, v in vars(layer).items()
                  if k not in _SKIP_ATTRS and not k.startswith("__") and _plain(v)}
-        entry: dict[str, Any] = {"class": type(layer).__name__, "attrs": attrs}
+        entry: dict[str, Any] = {"class": type(layer).__name__, "attrs": attrs, "random_states": {
+            k: v.get_state() for k, v in vars(layer).items() if isinstance(v, np.random.RandomState)}}
         gen = vars(layer).get("_np_random")
         if isinstance(gen, np.random.Generator):
             entry["np_random"] = _generator_state(gen)
@@ -320,6 +332,8 @@ def load_env_state(env: Any, state: list[Mapping[str, Any]]) -> None:
                 current[...] = value  # in place: other objects may hold this buffer
             else:
                 setattr(layer, key, value)
+        for key, value in entry["random_states"].items():
+            vars(layer)[key].set_state(value)  # in place: MinAtar shares one RandomState between two objects
         if "np_random" in entry:
             layer._np_random = _load_generator(vars(layer).get("_np_random"), entry["np_random"])
         for name, gen_state in entry["spaces"].items():
