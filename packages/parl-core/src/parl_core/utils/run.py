@@ -52,7 +52,7 @@ from parl_core.utils import logger, summary
 from parl_core.utils.atomic import atomic_write
 from parl_core.utils.stats import CSVLogger
 
-__all__ = ["CHECKPOINT_FILE", "CheckpointError", "Checkpointer", "RunLog", "add_run_args", "env_state",
+__all__ = ["CHECKPOINT_FILE", "CheckpointError", "Checkpointer", "RunFinished", "RunLog", "add_run_args", "env_state",
            "load_env_state", "read_checkpoint", "rng_state", "load_rng_state"]
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -66,6 +66,10 @@ VOLATILE_SETTINGS = frozenset({"resume", "logdir", "checkpoint_every", "no_progr
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, damaged, or belongs to another run; the message names the file and the fix."""
+
+
+class RunFinished(SystemExit):
+    """``--resume`` of a run that has finished: nothing to do (exit status 0; its summary.json stands)."""
 
 
 def add_run_args(parser: argparse.ArgumentParser, every_min: float = 10.0) -> None:
@@ -542,7 +546,7 @@ class Checkpointer:
         Args:
             step: the run's x coordinate (env steps) at this point; tensorboard events after it are dropped
                 on resume.
-            finished: the run is complete (a later ``--resume`` is refused as there is nothing to do).
+            finished: the run is complete (a later ``--resume`` exits at once: there is nothing to do).
         """
         meta = {"step": int(step), "finished": bool(finished), "config": self.config, "saved_at": time.time(),
                 "run": self.run.state_dict(), "rng": rng_state()}
@@ -557,14 +561,16 @@ class Checkpointer:
             the step the checkpoint was taken at.
 
         Raises:
-            CheckpointError: the file is missing or damaged, belongs to a finished run, or to a run with other
-                settings, or does not fit the registered objects.
+            CheckpointError: the file is missing or damaged, belongs to a run with other settings, or does not
+                fit the registered objects.
+            RunFinished: (a ``SystemExit`` with status 0) the run has finished: there is nothing to resume.
         """
         checkpoint = read_checkpoint(self.path)
         meta, state = checkpoint["meta"], checkpoint["state"]
         if meta.get("finished"):
-            raise CheckpointError(f"{self.path} belongs to a run that finished (see {SUMMARY_FILE} beside it): "
-                                  "nothing to resume; start a new run in another folder")
+            logger.info("%s belongs to a run that finished (see %s beside it): nothing to resume", self.path,
+                        SUMMARY_FILE)
+            raise RunFinished(0)
         differ = sorted(k for k in set(meta["config"]) | set(self.config)
                         if _canonical(meta["config"].get(k, "<unset>")) != _canonical(self.config.get(k, "<unset>")))
         if differ:
@@ -606,7 +612,7 @@ class Checkpointer:
             whether the run resumed from a checkpoint.
 
         Raises:
-            CheckpointError: see :meth:`load`.
+            CheckpointError, RunFinished: see :meth:`load`.
         """
         if self.resume:
             step = self.load()
