@@ -25,6 +25,7 @@ PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
     # name: (example folder, args on a tiny budget)
+    "a2c": ("a2c", ["--total-steps", "6400"]),
     "dqn": ("dqn", ["--total-steps", "2400"]),
     "dqn_variants-minatar": ("dqn_variants", ["--env", "MinAtar/Breakout-v1", "--total-steps", "3000",
                                               "--warmup-size", "500", "--eval-every", "1000", "--eval-episodes", "2",
