@@ -20,12 +20,14 @@ from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-TIMING = {"wall_s", "train_wall_s", "cpu_s", "env_steps_per_s", "loadavg", "resumed", "tstart"}
+TIMING = {"wall_s", "train_wall_s", "cpu_s", "collect_s", "env_steps_per_s", "loadavg", "resumed", "tstart"}
 PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
     # name: (example folder, args on a tiny budget)
     "a2c": ("a2c", ["--total-steps", "6400"]),
+    "cql": ("cql", ["--collect-steps", "400", "--learning-starts", "200", "--gradient-steps", "300",
+                    "--policy-eval-start", "100", "--eval-every", "100"]),
     "dqn": ("dqn", ["--total-steps", "2400"]),
     "dqn_variants-minatar": ("dqn_variants", ["--env", "MinAtar/Breakout-v1", "--total-steps", "3000",
                                               "--warmup-size", "500", "--eval-every", "1000", "--eval-episodes", "2",
