@@ -32,6 +32,8 @@ CASES = {
     "dqn_variants-minatar": ("dqn_variants", ["--env", "MinAtar/Breakout-v1", "--total-steps", "3000",
                                               "--warmup-size", "500", "--eval-every", "1000", "--eval-episodes", "2",
                                               "--memory-size", "5000"]),
+    "iql": ("iql", ["--collect-steps", "400", "--learning-starts", "200", "--gradient-steps", "600",
+                    "--eval-every", "100", "--target-return", "1e9"]),
     "oac": ("oac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "ppo": ("ppo", ["--total-steps", "2560"]),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1", "--total-steps", "6144"]),
