@@ -61,12 +61,13 @@ def _run(cmd, timeout=300):
     assert proc.returncode == 0, f"{cmd} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
 
 
-def _kill_after_first_checkpoint(cmd, path, max_delay_s, deadline_s=240.0):
-    """Start ``cmd``, wait (polling, with a deadline) until ``path`` exists, then SIGKILL it at a random moment
-    within ``max_delay_s`` seconds.
+def _kill_after_first_checkpoint(cmd, path, max_delay_s, deadline_s=240.0, signum=signal.SIGKILL):
+    """Start ``cmd``, wait (polling, with a deadline) until ``path`` exists, then send it ``signum`` at a random
+    moment within ``max_delay_s`` seconds.
 
     Returns:
-        whether the process was killed before it finished on its own.
+        whether the signal ended the process before it finished on its own (SIGKILL: killed; SIGTERM: the
+        example saved a checkpoint and exited with status 128 + 15).
     """
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT), env=_env())
     deadline = time.monotonic() + deadline_s
@@ -81,11 +82,11 @@ def _kill_after_first_checkpoint(cmd, path, max_delay_s, deadline_s=240.0):
         while time.monotonic() < kill_at and proc.poll() is None:
             time.sleep(0.01)
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            proc.send_signal(signum)
     finally:
-        proc.wait(timeout=60)
+        proc.wait(timeout=120)
         proc.stderr.close()
-    return proc.returncode == -signal.SIGKILL
+    return proc.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum)
 
 
 def _curve(logdir):
@@ -123,6 +124,16 @@ def _assert_same(a, b, where="checkpoint"):
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_killed_run_resumes_bit_exact(case, tmp_path):
+    _check_resume(case, tmp_path, signal.SIGKILL)
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_saves_exits_and_resumes_bit_exact(tmp_path):
+    """SIGTERM (a scheduler's pre-emption) makes the example save at its next step and exit with 143."""
+    _check_resume("dqn", tmp_path, signal.SIGTERM)
+
+
+def _check_resume(case, tmp_path, signum):
     folder, args = CASES[case]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     _run(_command(folder, straight, args))
@@ -131,7 +142,8 @@ def test_killed_run_resumes_bit_exact(case, tmp_path):
     for attempt in range(4):  # (a run that finished before the kill is started over, to be killed sooner)
         shutil.rmtree(killed, ignore_errors=True)
         if _kill_after_first_checkpoint(_command(folder, killed, args, "--checkpoint-every", "0.0005"),
-                                        killed / CHECKPOINT_FILE, max_delay_s=0.3 * wall_s / 4 ** attempt):
+                                        killed / CHECKPOINT_FILE, max_delay_s=0.3 * wall_s / 4 ** attempt,
+                                        signum=signum):
             break
     else:
         pytest.fail(f"{case} finished each time before it was killed: give it a larger budget")
