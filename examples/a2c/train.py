@@ -15,10 +15,13 @@ Usage::
 
     python examples/a2c/train.py --backend paddle --seed 0 --logdir runs/a2c/paddle-seed0
     python examples/a2c/train.py --seed 0 --logdir runs/a2c/seed0
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/a2c/train.py --seed 0 --logdir runs/a2c/seed0 --resume runs/a2c/seed0
 
 Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row every 10 updates and at
 each evaluation: ``env_steps``, ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes,
-``eval_return_mean``, empty where that row has no evaluation).
+``eval_return_mean``, empty where that row has no evaluation), and ``<logdir>/checkpoint.npz`` (every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end, between two updates: docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -28,14 +31,13 @@ import functools
 import importlib
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, compute_gae, summary
+from parl.utils import Checkpointer, RunLog, add_run_args, compute_gae
 
 CONFIG = dict(num_envs=16, n_steps=16, gamma=0.99, gae_lambda=0.95, lr=3e-3, vf_loss_coeff=0.5,
               entropy_coeff=-0.01, total_steps=500_000, target_return=475.0, eval_trigger=400.0, hidden=64)
@@ -108,16 +110,15 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=CONFIG["num_envs"])
     parser.add_argument("--n-steps", type=int, default=CONFIG["n_steps"])
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
     cfg = dict(CONFIG, lr=args.lr, num_envs=args.num_envs, n_steps=args.n_steps)
     target = args.target_return
-    logdir = args.logdir or os.path.join("runs", "a2c", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "a2c", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
     np.random.seed(args.seed)
-    start = time.perf_counter()
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]
     envs = make_envs(args.env, n)
@@ -138,76 +139,70 @@ def main() -> None:
     trunc_buf = np.zeros((t_len, n), bool)
     valid_buf = np.zeros((t_len, n), bool)  # False on the reset step that follows an episode's end
 
-    obs, _ = envs.reset(seed=args.seed)
-    ep_return = np.zeros(n)
-    prev_done = np.zeros(n, bool)
-    recent: list[float] = []
-    steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = args.total_steps // (n * t_len)
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
-    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, envs=envs)
+    c = ckpt.track(obs=envs.reset(seed=args.seed)[0], ep_return=np.zeros(n), prev_done=np.zeros(n, bool), recent=[],
+                   steps=0, updates=0, eval_mean=float("-inf"), reached=False, train_mean=float("nan"))
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, envs, networks, optimizer, RNGs)
+    bar = tqdm(total=args.total_steps, initial=c.steps, disable=args.no_progress, unit="step")
 
-    def log_curve(train_return: float, eval_return: float | str = "") -> None:
-        curve.log_dict({"env_steps": steps, "wall_s": round(time.perf_counter() - start, 3),
-                        "train_return_mean": round(train_return, 3),
-                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+    def log_curve(eval_return: float | str = "") -> None:
+        run.row({"env_steps": c.steps, "wall_s": round(run.elapsed(), 3), "train_return_mean": round(c.train_mean, 3),
+                 "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
 
-    for updates in range(1, num_updates + 1):
+    while c.updates < num_updates and not c.reached:
+        c.updates += 1
         with ops.no_grad():
             for t in range(t_len):
-                action, value = alg.sample(ops.tensor(obs, "float32"))
+                action, value = alg.sample(ops.tensor(c.obs, "float32"))
                 action = action.cpu().numpy()
-                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = obs, action, value.cpu().numpy(), ~prev_done
-                obs, reward, terminated, truncated, _ = envs.step(action)
+                obs_buf[t], act_buf[t], val_buf[t], valid_buf[t] = c.obs, action, value.cpu().numpy(), ~c.prev_done
+                c.obs, reward, terminated, truncated, _ = envs.step(action)
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward, terminated, truncated
-                ep_return += reward
-                prev_done = terminated | truncated
-                if prev_done.any():  # `obs` is the final observation; the env resets on the next step
-                    recent.extend(ep_return[prev_done].tolist())
-                    ep_return[prev_done] = 0.0
-            last_value = alg.value(ops.tensor(obs, "float32")).cpu().numpy()
+                c.ep_return += reward
+                c.prev_done = terminated | truncated
+                if c.prev_done.any():  # `obs` is the final observation; the env resets on the next step
+                    c.recent.extend(c.ep_return[c.prev_done].tolist())
+                    c.ep_return[c.prev_done] = 0.0
+            last_value = alg.value(ops.tensor(c.obs, "float32")).cpu().numpy()
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
-        steps += n * t_len
+        c.steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
         valid = valid_buf.reshape(-1)
         alg.learn(*(ops.tensor(a.reshape(n * t_len, *a.shape[2:])[valid]) for a in (obs_buf, act_buf, adv, ret)),
                   None, cfg["entropy_coeff"])
 
-        recent = recent[-10:]
-        train_mean = float(np.mean(recent)) if recent else float("nan")
+        c.recent = c.recent[-10:]
+        c.train_mean = float(np.mean(c.recent)) if c.recent else float("nan")
         bar.update(n * t_len)
-        if updates % 10 == 0:
+        if c.updates % 10 == 0:
             for key, value in alg.last_info.items():
-                summary.add_scalar(key, value, steps)
-            summary.add_scalar("train/episode_return", train_mean, steps)
-            bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
-        evaluating = recent and train_mean >= cfg["eval_trigger"] and updates % 5 == 0
-        if updates % 10 == 0 and not evaluating:
-            log_curve(train_mean)
+                run.scalar(key, value, c.steps)
+            run.scalar("train/episode_return", c.train_mean, c.steps)
+            bar.set_postfix(train_return=f"{c.train_mean:.1f}", eval=f"{c.eval_mean:.1f}")
+        evaluating = c.recent and c.train_mean >= cfg["eval_trigger"] and c.updates % 5 == 0
+        if c.updates % 10 == 0 and not evaluating:
+            log_curve()
         if evaluating:
-            eval_mean = evaluate(alg, args.env, args.seed, ops)
-            summary.add_scalar("eval/return_mean", eval_mean, steps)
-            log_curve(train_mean, eval_mean)
-            if eval_mean >= target:
-                reached_at = (steps, time.perf_counter() - start)
-                break
+            c.eval_mean = evaluate(alg, args.env, args.seed, ops)
+            run.scalar("eval/return_mean", c.eval_mean, c.steps)
+            log_curve(c.eval_mean)
+            c.reached = c.eval_mean >= target
+        ckpt.maybe_save(c.steps)
     bar.close()
-    if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, ops)
-        summary.add_scalar("eval/return_mean", eval_mean, steps)
-        log_curve(train_mean, eval_mean)
-        if eval_mean >= target:
-            reached_at = (steps, time.perf_counter() - start)
-    curve.close()
-    wall = time.perf_counter() - start
-    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
-              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
-              "reached": reached_at is not None, "updates": updates}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    if not c.reached:
+        c.eval_mean = evaluate(alg, args.env, args.seed, ops)
+        run.scalar("eval/return_mean", c.eval_mean, c.steps)
+        log_curve(c.eval_mean)
+        c.reached = c.eval_mean >= target
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "backend": args.backend, "seed": args.seed,
+        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES, "env_steps": c.steps,
+        "wall_s": round(run.elapsed(), 3), "target_return": target, "reached": c.reached, "updates": c.updates})
+    ckpt.finish(c.steps)
     print(json.dumps(result))
 
 

@@ -16,10 +16,14 @@ Usage::
 
     python examples/cql/train.py --seed 0 --logdir runs/cql/seed0
     python examples/cql/train.py --backend paddle --seed 0 --logdir runs/cql/paddle-seed0
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/cql/train.py --seed 0 --logdir runs/cql/seed0 --resume runs/cql/seed0
 
 Writes ``<logdir>/dataset.npz``, ``<logdir>/summary.json`` (with ``dataset_return_mean``), tensorboard scalars and
 ``<logdir>/curve.csv`` (a row per evaluation: ``gradient_steps``, ``wall_s`` (collection included),
-``eval_return_mean``, ``dataset_return_mean``).
+``eval_return_mean``, ``dataset_return_mean``), and ``<logdir>/checkpoint.npz`` during the offline phase (every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end: docs/long_runs.md; a run killed while it
+collects has no checkpoint yet and starts again without ``--resume``).
 """
 
 from __future__ import annotations
@@ -29,14 +33,13 @@ import functools
 import importlib
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, ReplayMemory, summary
+from parl.utils import Checkpointer, ReplayMemory, RunLog, add_run_args
 
 GAMMA = 0.99
 TAU = 0.005
@@ -148,28 +151,27 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=1_000)
     parser.add_argument("--target-return", type=float, default=None, help="default: the dataset's mean return")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "cql", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "cql", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
-    start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
     action_scale = float(env.action_space.high[0])
     if args.dataset is None:
         dataset_path = os.path.join(logdir, "dataset.npz")
-        dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts, dataset_path,
-                                 args.backend, ops)
+        dataset_return = None if args.resume else collect(args.env, args.seed, args.collect_steps,
+                                                          args.learning_starts, dataset_path, args.backend, ops)
     else:
         if args.dataset_return is None:
             parser.error("--dataset needs --dataset-return (the mean episode return of the data)")
         dataset_path, dataset_return = args.dataset, args.dataset_return
-    collect_s = time.perf_counter() - start
-    target = dataset_return if args.target_return is None else args.target_return
-    summary.add_scalar("dataset/return_mean", dataset_return, 0)
+    collect_s = run.elapsed()
+    if not args.resume:
+        run.scalar("dataset/return_mean", dataset_return, 0)
 
     memory = ReplayMemory(args.collect_steps if args.dataset is None else 1_000_000, obs_dim, act_dim, seed=args.seed)
     memory.load(dataset_path)
@@ -177,35 +179,37 @@ def main() -> None:
     cql = parl.algorithms.CQL(model, gamma=GAMMA, tau=TAU, actor_lr=LR, critic_lr=LR,
                               policy_eval_start=args.policy_eval_start, with_automatic_entropy_tuning=True,
                               min_q_version=3, min_q_weight=5.0, device=args.device)
-    eval_mean, reached_at, step = float("-inf"), None, 0
-    bar = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
-    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
-    for step in range(1, args.gradient_steps + 1):
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=cql, memory=memory)
+    c = ckpt.track(step=0, eval_mean=float("-inf"), reached=False, dataset_return=dataset_return, collect_s=collect_s)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, networks, optimizers, sampling, RNGs)
+    target = c.dataset_return if args.target_return is None else args.target_return
+    bar = tqdm(total=args.gradient_steps, initial=c.step - c.step % args.eval_every, disable=args.no_progress,
+               unit="grad")
+    while c.step < args.gradient_steps and not c.reached:
+        c.step += 1
         batch = memory.sample_batch(BATCH_SIZE)
         cql.learn(*(ops.tensor(x) for x in batch))
-        if step % args.eval_every == 0:
+        if c.step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in cql.last_info.items():
-                summary.add_scalar(key, value, step)
-            eval_mean = evaluate(cql, args.env, args.seed, action_scale, ops)
-            summary.add_scalar("eval/return_mean", eval_mean, step)
-            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3)})
-            bar.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
-            if step > args.policy_eval_start and eval_mean >= target:
-                reached_at = (step, time.perf_counter() - start)
-                break
+                run.scalar(key, value, c.step)
+            c.eval_mean = evaluate(cql, args.env, args.seed, action_scale, ops)
+            run.scalar("eval/return_mean", c.eval_mean, c.step)
+            run.row({"gradient_steps": c.step, "wall_s": round(run.elapsed(), 3),
+                     "eval_return_mean": round(c.eval_mean, 3), "dataset_return_mean": round(c.dataset_return, 3)})
+            bar.set_postfix(eval=f"{c.eval_mean:.1f}", dataset=f"{c.dataset_return:.1f}")
+            c.reached = c.step > args.policy_eval_start and c.eval_mean >= target
+        ckpt.maybe_save(c.step)
     bar.close()
-    curve.close()
-    wall = time.perf_counter() - start
-    result = {"device": str(cql.device), "env": args.env, "backend": args.backend,
-              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": args.collect_steps if args.dataset is None else 0, "gradient_steps": step,
-              "dataset_size": memory.size(), "dataset_return_mean": dataset_return, "target_return": target,
-              "collect_s": round(collect_s, 3), "wall_s": round(wall, 3), "reached": reached_at is not None}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    run.close()
+    result = run.write_summary({
+        "device": str(cql.device), "env": args.env, "backend": args.backend, "seed": args.seed,
+        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES,
+        "env_steps": args.collect_steps if args.dataset is None else 0, "gradient_steps": c.step,
+        "dataset_size": memory.size(), "dataset_return_mean": c.dataset_return, "target_return": target,
+        "collect_s": round(c.collect_s, 3), "wall_s": round(run.elapsed(), 3), "reached": c.reached})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

@@ -18,9 +18,13 @@ Usage::
     python examples/dqn/train.py --seed 0 --logdir runs/dqn/seed0
     python examples/dqn/train.py --backend paddle --seed 0 --logdir runs/dqn/paddle-seed0
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/dqn/train.py --seed 0 --logdir runs/dqn/seed0 --resume runs/dqn/seed0
+
 Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row per training phase, every
 TRAIN_FREQ env steps: ``env_steps``, ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes,
-``eval_return_mean``, empty where that phase has no evaluation).
+``eval_return_mean``, empty where that phase has no evaluation), and ``<logdir>/checkpoint.npz`` every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end (see docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -30,14 +34,13 @@ import functools
 import importlib
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, ReplayMemory, summary
+from parl.utils import Checkpointer, ReplayMemory, RunLog, add_run_args
 
 GAMMA = 0.99
 LR = 2.3e-3
@@ -116,14 +119,13 @@ def main() -> None:
     parser.add_argument("--double", action="store_true", help="Double DQN (parl.algorithms.DDQN)")
     parser.add_argument("--dueling", action="store_true", help="dueling Q network (a Model change)")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "dqn", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")  # numpy <-> tensors, no-grad, seeding
     ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, num_actions = env.observation_space.shape[0], int(env.action_space.n)
@@ -134,37 +136,39 @@ def main() -> None:
                    device=args.device)
     memory = ReplayMemory(MEMORY_SIZE, obs_dim, 0, seed=args.seed)
 
-    obs, _ = env.reset(seed=args.seed)
-    ep_return, recent, grad_steps = 0.0, [], 0
-    eval_mean, reached_at, step = float("-inf"), None, 0
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, memory=memory, rng=rng, env=env)
+    c = ckpt.track(obs=env.reset(seed=args.seed)[0], ep_return=0.0, recent=[], last10=[], grad_steps=0,
+                   eval_mean=float("-inf"), reached=False, step=0)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, env, memory, networks, RNGs)
     decay_steps = EXPLORATION_FRACTION * args.total_steps
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
-    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+    bar = tqdm(total=args.total_steps, initial=c.step - c.step % TRAIN_FREQ, disable=args.no_progress, unit="step")
 
     def log_curve(eval_return: float | str = "") -> None:
-        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan",
-                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+        run.row({"env_steps": c.step, "wall_s": round(run.elapsed(), 3),
+                 "train_return_mean": round(float(np.mean(c.last10)), 3) if c.last10 else "nan",
+                 "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
 
-    for step in range(1, args.total_steps + 1):
-        epsilon = max(FINAL_EPSILON, 1.0 - (1.0 - FINAL_EPSILON) * step / decay_steps)
+    while c.step < args.total_steps and not c.reached:
+        c.step += 1
+        epsilon = max(FINAL_EPSILON, 1.0 - (1.0 - FINAL_EPSILON) * c.step / decay_steps)
         if rng.random() < epsilon:
             action = int(rng.integers(num_actions))
         else:
             with ops.no_grad():
-                action = int(alg.predict(ops.tensor(obs[None])).argmax())
+                action = int(alg.predict(ops.tensor(c.obs[None])).argmax())
         next_obs, reward, terminated, truncated, _ = env.step(action)
-        memory.append(obs, action, reward, next_obs, terminated)
-        ep_return += reward
-        obs = next_obs
+        memory.append(c.obs, action, reward, next_obs, terminated)
+        c.ep_return += reward
+        c.obs = next_obs
         if terminated or truncated:
-            recent = (recent + [ep_return])[-5:]
-            last10 = (last10 + [ep_return])[-10:]
-            summary.add_scalar("train/episode_return", ep_return, step)
-            obs, _ = env.reset()
-            ep_return = 0.0
+            c.recent = (c.recent + [c.ep_return])[-5:]
+            c.last10 = (c.last10 + [c.ep_return])[-10:]
+            run.scalar("train/episode_return", c.ep_return, c.step)
+            c.obs, _ = env.reset()
+            c.ep_return = 0.0
 
-        if step >= LEARNING_STARTS and step % TRAIN_FREQ == 0:
+        if c.step >= LEARNING_STARTS and c.step % TRAIN_FREQ == 0:
             alg.sync_target()
             # the memory does not change during a training phase: draw all its minibatches at once (the same
             # uniform indices, from the same generator, as GRADIENT_STEPS separate draws) and slice them
@@ -172,38 +176,33 @@ def main() -> None:
                      for a in memory.sample_batch(GRADIENT_STEPS * BATCH_SIZE)]
             for i in range(GRADIENT_STEPS):
                 loss = alg.learn(*(a[i] for a in phase))
-                grad_steps += 1
-            summary.add_scalar("train/loss", loss, step)
-            summary.add_scalar("train/q_mean", alg.last_info["train/q_mean"], step)
-            summary.add_scalar("train/epsilon", epsilon, step)
+                c.grad_steps += 1
+            run.scalar("train/loss", loss, c.step)
+            run.scalar("train/q_mean", alg.last_info["train/q_mean"], c.step)
+            run.scalar("train/epsilon", epsilon, c.step)
             bar.update(TRAIN_FREQ)
-            bar.set_postfix(train_return=f"{np.mean(recent) if recent else 0:.1f}", eval=f"{eval_mean:.1f}")
-            if not (len(recent) == 5 and np.mean(recent) >= EVAL_TRIGGER):
+            bar.set_postfix(train_return=f"{np.mean(c.recent) if c.recent else 0:.1f}", eval=f"{c.eval_mean:.1f}")
+            if not (len(c.recent) == 5 and np.mean(c.recent) >= EVAL_TRIGGER):
                 log_curve()
             else:
-                eval_mean = evaluate(alg, args.env, args.seed, ops)
-                summary.add_scalar("eval/return_mean", eval_mean, step)
-                log_curve(eval_mean)
-                if eval_mean >= args.target_return:
-                    reached_at = (step, time.perf_counter() - start)
-                    break
+                c.eval_mean = evaluate(alg, args.env, args.seed, ops)
+                run.scalar("eval/return_mean", c.eval_mean, c.step)
+                log_curve(c.eval_mean)
+                c.reached = c.eval_mean >= args.target_return
+        ckpt.maybe_save(c.step)
     bar.close()
-    if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, ops)
-        summary.add_scalar("eval/return_mean", eval_mean, step)
-        log_curve(eval_mean)
-        if eval_mean >= args.target_return:
-            reached_at = (step, time.perf_counter() - start)
-    curve.close()
-    wall = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__, "dueling": args.dueling,
-              "seed": args.seed, "eval_return_mean": eval_mean,
-              "eval_episodes": EVAL_EPISODES, "env_steps": step, "wall_s": round(wall, 3),
-              "target_return": args.target_return, "reached": reached_at is not None, "gradient_steps": grad_steps}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    if not c.reached:
+        c.eval_mean = evaluate(alg, args.env, args.seed, ops)
+        run.scalar("eval/return_mean", c.eval_mean, c.step)
+        log_curve(c.eval_mean)
+        c.reached = c.eval_mean >= args.target_return
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "backend": args.backend, "algorithm": algo_cls.__name__,
+        "dueling": args.dueling, "seed": args.seed, "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES,
+        "env_steps": c.step, "wall_s": round(run.elapsed(), 3), "target_return": args.target_return,
+        "reached": c.reached, "gradient_steps": c.grad_steps})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

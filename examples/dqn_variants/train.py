@@ -37,17 +37,21 @@ Usage::
     python examples/dqn_variants/train.py --env MinAtar/Breakout-v1 --dueling --total-steps 300000
     python examples/dqn_variants/train.py --env MinAtar/Breakout-v1 --eval-random     # the random policy's return
     python examples/dqn_variants/train.py --env MinAtar/Breakout-v1 --restore runs/x/model.ckpt --total-steps 0
+    # killed, pre-empted or stopped with Ctrl-C: continue where the last checkpoint left off
+    python examples/dqn_variants/train.py --env MinAtar/Breakout-v1 --logdir runs/x --resume runs/x
 
 Writes ``<logdir>/summary.json`` (eval_return_mean, env_steps, wall_s, cpu_s, ...), ``<logdir>/curve.csv`` (one
 row per evaluation: env_steps, wall_s, cpu_s, eval_return_mean, eval_return_std, train_return_mean, epsilon, lr),
 ``<logdir>/model.ckpt`` (``parl.Agent.save``: weights and optimizer state; ``--restore`` starts from it with a
-fresh replay memory) and tensorboard scalars. ``--max-wall-s`` stops a run early and still evaluates and saves.
+fresh replay memory), ``<logdir>/checkpoint.npz`` (everything ``--resume`` continues from: network, optimizer,
+replay memory, schedules, counters, RNGs, the env; every ``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and
+at the end; on MinAtar the resumed run is bit-exact, on Atari the emulator starts a new game: docs/long_runs.md)
+and tensorboard scalars. ``--max-wall-s`` stops a run early and still evaluates and saves.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import importlib
 import json
@@ -61,7 +65,7 @@ from tqdm import tqdm
 import parl
 from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, wrap_deepmind
-from parl.utils import summary
+from parl.utils import Checkpointer, RunLog, add_run_args
 
 # PARL's examples/DQN_variant/train.py and atari_agent.py; MinAtar: the same rules at a smaller scale
 CONFIGS = {
@@ -142,6 +146,28 @@ class FrameReplayMemory:
     def size(self) -> int:
         """Frames held (at most ``max_size``)."""
         return min(self.count, self.max_size)
+
+    def state_dict(self) -> dict:
+        """The stored frames and steps (the ``size()`` slots written), counters and the sampling generator."""
+        n = self.size()
+        return {"frames": self.frames[:n].copy(), "action": self.action[:n].copy(), "reward": self.reward[:n].copy(),
+                "terminal": self.terminal[:n].copy(), "episode_start": self.episode_start[:n].copy(),
+                "count": self.count, "start": self._start, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a :meth:`state_dict`.
+
+        Raises:
+            ValueError: the frames do not fit this memory (another env or a smaller ``max_size``).
+        """
+        n = len(state["frames"])
+        if n > self.max_size or state["frames"].shape[1:] != self.frames.shape[1:]:
+            raise ValueError(f"FrameReplayMemory: the state holds {n} frames of shape {state['frames'].shape[1:]}, "
+                             f"this memory {self.max_size} of shape {self.frames.shape[1:]}; use the same settings")
+        for key in ("frames", "action", "reward", "terminal", "episode_start"):
+            getattr(self, key)[:n] = state[key]
+        self.count, self._start = int(state["count"]), int(state["start"])
+        self.rng.bit_generator.state = state["rng"]
 
     def _stacks(self, ends: np.ndarray, starts: np.ndarray) -> np.ndarray:
         idx = np.maximum(ends[:, None] + np.arange(1 - self.stack, 1)[None, :], starts[:, None])
@@ -320,6 +346,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-random", action="store_true",
                         help="only evaluate the uniformly random policy (same evaluation as the agent's)")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args(argv)
     if not (is_atari(args.env) or is_minatar(args.env)):
         parser.error(f"--env {args.env!r}: pass an Atari id such as PongNoFrameskip-v4 or BreakoutNoFrameskip-v4, "
@@ -349,13 +376,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     cfg = args.cfg
     name = f"{args.algo}{'-dueling' if args.dueling else ''}"
-    logdir = args.logdir or os.path.join("runs", "dqn_variants", f"{args.env.replace('/', '_')}-{name}-seed{args.seed}")
+    logdir = args.resume or args.logdir or os.path.join(
+        "runs", "dqn_variants", f"{args.env.replace('/', '_')}-{name}-seed{args.seed}")
     os.makedirs(logdir, exist_ok=True)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")  # numpy <-> tensors, no-grad, seeding
     ops.seed(args.seed)  # also one CPU thread for torch
     rng = np.random.default_rng(args.seed)
     eval_rng = np.random.default_rng(args.seed + 1)
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = time.perf_counter(), time.process_time()  # (--eval-random; a training run times with RunLog)
 
     env, test_env = make_env(args.env), make_env(args.env, test=True)
     num_actions = int(env.action_space.n)
@@ -370,7 +398,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(result))
         return result
 
-    summary.set_logdir(logdir)
+    run = RunLog(logdir)
     parl.set_backend(args.backend)  # before the first use of parl.algorithms / parl.Agent
     nature_net, minatar_net = define_networks(args.backend)
     if is_atari(args.env):
@@ -395,84 +423,87 @@ def main(argv: list[str] | None = None) -> dict:
     total = cfg["total_steps"]
     epsilon_steps = max(1, total // 10)  # PARL: LinearDecayScheduler(1, total // 10), one step per action
     lr_steps = max(1, total // 10)  # PARL: LinearDecayScheduler(lr, total // 10), one step per learn call
-    curve_path = os.path.join(logdir, "curve.csv")
-    with open(curve_path, "w", newline="") as f:
-        csv.writer(f).writerow(CURVE_FIELDS)
-
-    result: dict = {}
-    recent: list[float] = []
-    learn_steps, epsilon, lr, loss = 0, 1.0, cfg["lr"], float("nan")
     # the train env's MonitorEnv sees whole games (all lives) and unclipped rewards
     train_monitor = next(w for w in _wrappers(env) if isinstance(w, MonitorEnv))
-    seen_games = 0
 
     def evaluate_and_log(step: int, final: bool = False) -> dict:
         returns = evaluate(greedy, test_env, cfg["eval_episodes"], cfg["eval_epsilon"], eval_rng,
                            args.seed + 10_000 + step)
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        wall, cpu = run.elapsed(), time.process_time() - cpu_start
         row = {"env_steps": step, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                "eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std()),
-               "train_return_mean": float(np.mean(recent)) if recent else float("nan"),
-               "epsilon": round(epsilon, 4), "lr": lr}
-        with open(curve_path, "a", newline="") as f:
-            csv.writer(f).writerow([row[k] for k in CURVE_FIELDS])
-        summary.add_scalar("eval/return_mean", row["eval_return_mean"], step)
+               "train_return_mean": float(np.mean(c.recent)) if c.recent else float("nan"),
+               "epsilon": round(c.epsilon, 4), "lr": c.lr}
+        run.row({k: row[k] for k in CURVE_FIELDS})
+        run.scalar("eval/return_mean", row["eval_return_mean"], step)
         agent.save(os.path.join(logdir, "model.ckpt"))
-        out = {"env": args.env, "algorithm": algo_cls.__name__, "dueling": args.dueling, "backend": args.backend,
-               "device": str(alg.device), "seed": args.seed, "env_steps": step, "learn_steps": learn_steps,
-               "eval_return_mean": row["eval_return_mean"], "eval_return_std": row["eval_return_std"],
-               "eval_episodes": cfg["eval_episodes"], "eval_epsilon": cfg["eval_epsilon"],
-               "train_return_mean": row["train_return_mean"], "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-               "finished": final, "config": {k: v for k, v in cfg.items()}}
-        with open(os.path.join(logdir, "summary.json"), "w") as f:
-            json.dump(out, f, indent=2)
-        summary.flush()
+        out = run.write_summary({
+            "env": args.env, "algorithm": algo_cls.__name__, "dueling": args.dueling, "backend": args.backend,
+            "device": str(alg.device), "seed": args.seed, "env_steps": step, "learn_steps": c.learn_steps,
+            "eval_return_mean": row["eval_return_mean"], "eval_return_std": row["eval_return_std"],
+            "eval_episodes": cfg["eval_episodes"], "eval_epsilon": cfg["eval_epsilon"],
+            "train_return_mean": row["train_return_mean"], "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+            "finished": final, "config": {k: v for k, v in cfg.items()}})
+        run.flush()
         return out
 
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args),
+                        ignore=("cfg",))
+    # (Atari's emulator state is not saved: a resumed Atari run starts a new game, see below)
+    ckpt.register(alg=alg, memory=memory, rng=rng, eval_rng=eval_rng, **({} if is_atari(args.env) else {"env": env}))
     obs, _ = env.reset(seed=args.seed)
     env.action_space.seed(args.seed)
     memory.start_episode(obs[-1] if stack > 1 else obs)
-    bar = tqdm(total=total, disable=args.no_progress, unit="step")
-    step = 0
-    for step in range(1, total + 1):
-        epsilon = max(cfg["epsilon_end"], 1.0 - (1.0 - cfg["epsilon_end"]) * step / epsilon_steps)
-        if memory.count < cfg["warmup_size"] or rng.random() < epsilon:
+    c = ckpt.track(obs=obs, step=0, learn_steps=0, epsilon=1.0, lr=cfg["lr"], loss=float("nan"), recent=[],
+                   seen_games=0, result={})
+    if ckpt.start() and is_atari(args.env):
+        c.obs, _ = env.reset()
+        memory.start_episode(c.obs[-1])
+        c.seen_games = 0
+    bar = tqdm(total=total, initial=c.step - c.step % 1000, disable=args.no_progress, unit="step")
+    while c.step < total:
+        c.step += 1
+        step = c.step
+        c.epsilon = max(cfg["epsilon_end"], 1.0 - (1.0 - cfg["epsilon_end"]) * step / epsilon_steps)
+        if memory.count < cfg["warmup_size"] or rng.random() < c.epsilon:
             action = int(rng.integers(num_actions))
         else:
-            action = greedy(obs)
-        obs, reward, terminated, truncated, _ = env.step(action)
-        memory.append(action, float(reward), terminated, obs[-1] if stack > 1 else obs)
+            action = greedy(c.obs)
+        c.obs, reward, terminated, truncated, _ = env.step(action)
+        memory.append(action, float(reward), terminated, c.obs[-1] if stack > 1 else c.obs)
         if terminated or truncated:
-            obs, _ = env.reset()
-            memory.start_episode(obs[-1] if stack > 1 else obs)
+            c.obs, _ = env.reset()
+            memory.start_episode(c.obs[-1] if stack > 1 else c.obs)
             games = train_monitor.get_episode_rewards()
-            for game_return in games[seen_games:]:  # whole games (all lives), unclipped
-                recent = (recent + [game_return])[-20:]
-                summary.add_scalar("train/episode_return", game_return, step)
-            seen_games = len(games)
+            for game_return in games[c.seen_games:]:  # whole games (all lives), unclipped
+                c.recent = (c.recent + [game_return])[-20:]
+                run.scalar("train/episode_return", game_return, step)
+            c.seen_games = len(games)
 
         if memory.count >= cfg["warmup_size"] and step % cfg["update_freq"] == 0:
-            if learn_steps % cfg["target_update"] == 0:
+            if c.learn_steps % cfg["target_update"] == 0:
                 alg.sync_target()
             batch = memory.sample_batch(cfg["batch_size"])
-            loss = alg.learn(*(ops.tensor(a) for a in batch))
-            learn_steps += 1
-            lr = max(cfg["lr_end"], cfg["lr"] - (cfg["lr"] - cfg["lr_end"]) * learn_steps / lr_steps)
-            set_lr(alg.optimizer, lr)
-            if learn_steps % 250 == 0:
-                summary.add_scalar("train/loss", loss, step)
-                summary.add_scalar("train/epsilon", epsilon, step)
-                summary.add_scalar("train/lr", lr, step)
+            c.loss = alg.learn(*(ops.tensor(a) for a in batch))
+            c.learn_steps += 1
+            c.lr = max(cfg["lr_end"], cfg["lr"] - (cfg["lr"] - cfg["lr_end"]) * c.learn_steps / lr_steps)
+            set_lr(alg.optimizer, c.lr)
+            if c.learn_steps % 250 == 0:
+                run.scalar("train/loss", c.loss, step)
+                run.scalar("train/epsilon", c.epsilon, step)
+                run.scalar("train/lr", c.lr, step)
         if step % 1000 == 0:
             bar.update(1000)
-            bar.set_postfix(train=f"{np.mean(recent) if recent else 0:.1f}",
-                            eval=f"{result.get('eval_return_mean', float('nan')):.1f}", eps=f"{epsilon:.2f}")
-            if args.max_wall_s is not None and time.perf_counter() - start > args.max_wall_s:
+            bar.set_postfix(train=f"{np.mean(c.recent) if c.recent else 0:.1f}",
+                            eval=f"{c.result.get('eval_return_mean', float('nan')):.1f}", eps=f"{c.epsilon:.2f}")
+            if args.max_wall_s is not None and run.elapsed() > args.max_wall_s:
                 break
         if step % cfg["eval_every"] == 0 and step < total:
-            result = evaluate_and_log(step)
+            c.result = evaluate_and_log(step)
+        ckpt.maybe_save(step)
     bar.close()
-    result = evaluate_and_log(step, final=True)
+    result = evaluate_and_log(c.step, final=True)
+    ckpt.finish(c.step)
     env.close()
     test_env.close()
     print(json.dumps({k: v for k, v in result.items() if k != "config"}))

@@ -18,8 +18,13 @@ Usage::
 
     python examples/dt/train.py --seed 0 --logdir runs/dt/seed0
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/dt/train.py --seed 0 --logdir runs/dt/seed0 --resume runs/dt/seed0
+
 Writes ``<logdir>/summary.json``, tensorboard scalars and ``<logdir>/curve.csv`` (a row per evaluation:
-``gradient_steps``, ``wall_s`` (collection included), ``eval_return_mean``, ``dataset_return_mean``, ``action_mse``).
+``gradient_steps``, ``wall_s`` (collection included), ``eval_return_mean``, ``dataset_return_mean``, ``action_mse``)
+and ``<logdir>/checkpoint.npz`` during training (every ``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at
+the end: docs/long_runs.md; a resumed run collects its dataset again, the same one, from the seed).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -36,7 +40,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, summary
+from parl.utils import Checkpointer, RunLog, add_run_args
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -215,54 +219,53 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--target-return", type=float, default=None, help="default: the dataset's mean return")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "dt", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "dt", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    start = time.perf_counter()
 
     episodes = collect(args.env, args.seed, args.collect_steps, args.learning_starts)
     returns = [float(ep["rew"].sum()) for ep in episodes]
     dataset_return, best_return = float(np.mean(returns)), float(np.max(returns))
-    collect_s = time.perf_counter() - start
+    collect_s = run.elapsed()
     target = dataset_return if args.target_return is None else args.target_return
-    summary.add_scalar("dataset/return_mean", dataset_return, 0)
+    run.scalar("dataset/return_mean", dataset_return, 0)
     data = Segments(episodes, args.seed)
 
     obs_dim, act_dim = episodes[0]["obs"].shape[1], episodes[0]["act"].shape[1]
     alg = parl.algorithms.DecisionTransformer(DTModel(obs_dim, act_dim), learning_rate=1e-3, warmup_steps=500,
                                               weight_decay=1e-4, device=args.device)
-    eval_mean, reached, evals = float("-inf"), False, []
-    progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
-    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
-    for step in range(1, args.gradient_steps + 1):
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, data_rng=data.rng)
+    c = ckpt.track(step=0, eval_mean=float("-inf"), reached=False, evals=[], collect_s=collect_s)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, network, optimizer, sampling, RNGs)
+    progress = tqdm(total=args.gradient_steps, initial=c.step, disable=args.no_progress, unit="grad")
+    while c.step < args.gradient_steps and not c.reached:
+        c.step += 1
         loss = alg.learn(*data.batch(BATCH_SIZE))
         progress.update(1)
-        if step % args.eval_every == 0 or step == args.gradient_steps:
-            summary.add_scalar("train/action_mse", loss.item(), step)
-            eval_mean = evaluate(alg, data, args.env, args.seed, best_return)
-            summary.add_scalar("eval/return_mean", eval_mean, step)
-            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3),
-                            "action_mse": round(loss.item(), 6)})
-            evals.append([step, eval_mean])
-            progress.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
-            if eval_mean >= target:
-                reached = True
-                break
+        if c.step % args.eval_every == 0 or c.step == args.gradient_steps:
+            run.scalar("train/action_mse", loss.item(), c.step)
+            c.eval_mean = evaluate(alg, data, args.env, args.seed, best_return)
+            run.scalar("eval/return_mean", c.eval_mean, c.step)
+            run.row({"gradient_steps": c.step, "wall_s": round(run.elapsed(), 3),
+                     "eval_return_mean": round(c.eval_mean, 3), "dataset_return_mean": round(dataset_return, 3),
+                     "action_mse": round(loss.item(), 6)})
+            c.evals.append([c.step, c.eval_mean])
+            progress.set_postfix(eval=f"{c.eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
+            c.reached = c.eval_mean >= target
+        ckpt.maybe_save(c.step)
     progress.close()
-    curve.close()
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": args.collect_steps, "gradient_steps": step, "episodes": len(episodes),
-              "dataset_return_mean": dataset_return, "condition_return": best_return, "target_return": target,
-              "collect_s": round(collect_s, 3), "wall_s": round(time.perf_counter() - start, 3), "reached": reached,
-              "evals": evals}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "seed": args.seed, "eval_return_mean": c.eval_mean,
+        "eval_episodes": EVAL_EPISODES, "env_steps": args.collect_steps, "gradient_steps": c.step,
+        "episodes": len(episodes), "dataset_return_mean": dataset_return, "condition_return": best_return,
+        "target_return": target, "collect_s": round(c.collect_s, 3), "wall_s": round(run.elapsed(), 3),
+        "reached": c.reached, "evals": c.evals})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

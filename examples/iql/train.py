@@ -17,10 +17,14 @@ Algorithm box:
 Usage::
 
     python examples/iql/train.py --seed 0 --logdir runs/iql/seed0
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/iql/train.py --seed 0 --logdir runs/iql/seed0 --resume runs/iql/seed0
 
 Writes ``<logdir>/summary.json`` (and ``dataset.npz``, the collected ``ReplayMemory``), tensorboard scalars and
 ``<logdir>/curve.csv`` (a row per evaluation: ``gradient_steps``, ``wall_s`` (collection included),
-``eval_return_mean``, ``dataset_return_mean``).
+``eval_return_mean``, ``dataset_return_mean``), and ``<logdir>/checkpoint.npz`` during the offline phase (every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end: docs/long_runs.md; a run killed while it
+collects has no checkpoint yet and starts again without ``--resume``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -37,7 +40,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, ReplayMemory, summary
+from parl.utils import Checkpointer, ReplayMemory, RunLog, add_run_args
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -164,50 +167,58 @@ def main() -> None:
     parser.add_argument("--beta", type=float, default=3.0, help="inverse temperature of the advantage weights")
     parser.add_argument("--target-return", type=float, default=None, help="default: the dataset's mean return")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "iql", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "iql", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    start = time.perf_counter()
 
-    memory, dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts)
-    memory.save(os.path.join(logdir, "dataset.npz"))
-    collect_s = time.perf_counter() - start
-    target = dataset_return if args.target_return is None else args.target_return
-    summary.add_scalar("dataset/return_mean", dataset_return, 0)
+    if args.resume:  # (the collected memory, the networks and the counters come from the checkpoint)
+        spaces = gym.make(args.env)
+        memory = ReplayMemory(args.collect_steps, spaces.observation_space.shape[0], spaces.action_space.shape[0],
+                              seed=args.seed)
+        spaces.close()
+        dataset_return = None
+    else:
+        memory, dataset_return = collect(args.env, args.seed, args.collect_steps, args.learning_starts)
+        memory.save(os.path.join(logdir, "dataset.npz"))
+        run.scalar("dataset/return_mean", dataset_return, 0)
+    collect_s = run.elapsed()
 
     iql = parl.algorithms.IQL(IQLModel(memory.obs_dim, memory.act_dim), max_steps=args.gradient_steps, lr=LR,
                               tau=args.expectile, beta=args.beta, discount=GAMMA, device=args.device)
-    eval_mean, reached, evals = float("-inf"), False, []
-    progress = tqdm(total=args.gradient_steps, disable=args.no_progress, unit="grad")
-    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
-    for step in range(1, args.gradient_steps + 1):
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=iql, memory=memory)
+    c = ckpt.track(step=0, eval_mean=float("-inf"), reached=False, evals=[], dataset_return=dataset_return,
+                   collect_s=collect_s)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, networks, optimizers, sampling, RNGs)
+    target = c.dataset_return if args.target_return is None else args.target_return
+    progress = tqdm(total=args.gradient_steps, initial=c.step, disable=args.no_progress, unit="grad")
+    while c.step < args.gradient_steps and not c.reached:
+        c.step += 1
         iql.learn(*(torch.from_numpy(x) for x in memory.sample_batch(BATCH_SIZE)))
         progress.update(1)
-        if step % args.eval_every == 0 or step == args.gradient_steps:
+        if c.step % args.eval_every == 0 or c.step == args.gradient_steps:
             for key, value in iql.last_info.items():
-                summary.add_scalar(key, value, step)
-            eval_mean = evaluate(iql, args.env, args.seed)
-            summary.add_scalar("eval/return_mean", eval_mean, step)
-            curve.log_dict({"gradient_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                            "eval_return_mean": round(eval_mean, 3), "dataset_return_mean": round(dataset_return, 3)})
-            evals.append([step, eval_mean])
-            progress.set_postfix(eval=f"{eval_mean:.1f}", dataset=f"{dataset_return:.1f}")
-            if eval_mean >= target:
-                reached = True
-                break
+                run.scalar(key, value, c.step)
+            c.eval_mean = evaluate(iql, args.env, args.seed)
+            run.scalar("eval/return_mean", c.eval_mean, c.step)
+            run.row({"gradient_steps": c.step, "wall_s": round(run.elapsed(), 3),
+                     "eval_return_mean": round(c.eval_mean, 3), "dataset_return_mean": round(c.dataset_return, 3)})
+            c.evals.append([c.step, c.eval_mean])
+            progress.set_postfix(eval=f"{c.eval_mean:.1f}", dataset=f"{c.dataset_return:.1f}")
+            c.reached = c.eval_mean >= target
+        ckpt.maybe_save(c.step)
     progress.close()
-    curve.close()
-    result = {"device": str(iql.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": args.collect_steps, "gradient_steps": step, "dataset_size": memory.size(),
-              "dataset_return_mean": dataset_return, "target_return": target, "collect_s": round(collect_s, 3),
-              "wall_s": round(time.perf_counter() - start, 3), "reached": reached, "evals": evals}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    run.close()
+    result = run.write_summary({
+        "device": str(iql.device), "env": args.env, "seed": args.seed, "eval_return_mean": c.eval_mean,
+        "eval_episodes": EVAL_EPISODES, "env_steps": args.collect_steps, "gradient_steps": c.step,
+        "dataset_size": memory.size(), "dataset_return_mean": c.dataset_return, "target_return": target,
+        "collect_s": round(c.collect_s, 3), "wall_s": round(run.elapsed(), 3), "reached": c.reached,
+        "evals": c.evals})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

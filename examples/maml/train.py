@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from parl.utils import summary
+from parl.utils import atomic_write, summary
 from parl_algorithms.sine_tasks import SineTaskDistribution
 from parl_algorithms.torch.maml import MAML  # torch only: not parl.algorithms.MAML, which follows PARL_BACKEND
 from parl_core.torch import Model
@@ -180,7 +180,7 @@ def main() -> None:
     device = alg.device
     start_epoch, curve_rows, wall_before = 0, [], 0.0
     if args.restore:
-        state = torch.load(args.restore, map_location=device, weights_only=False)
+        state = torch.load(args.restore, map_location=device, weights_only=True)  # (plain containers: no code runs)
         alg.load_state_dict(state["algorithm"])
         start_epoch, curve_rows, wall_before = state["epoch"], state["curve"], state["wall_s"]
         rng.bit_generator.state = state["rng"]
@@ -217,16 +217,17 @@ def main() -> None:
             [epoch + 1, step, round(time.perf_counter() - start, 3), float(np.mean(train_mse)), test_mse, ci]
         )
         bar.set_postfix(test_mse=f"{test_mse:.3f}")
-        torch.save(
-            {
-                "algorithm": alg.state_dict(),
-                "epoch": epoch + 1,
-                "curve": curve_rows,
-                "wall_s": time.perf_counter() - start,
-                "rng": rng.bit_generator.state,
-            },
-            os.path.join(logdir, "checkpoint.pt"),
-        )
+        with atomic_write(os.path.join(logdir, "checkpoint.pt")) as f:  # (whole or not at all, if killed)
+            torch.save(
+                {
+                    "algorithm": alg.state_dict(),
+                    "epoch": epoch + 1,
+                    "curve": curve_rows,
+                    "wall_s": time.perf_counter() - start,
+                    "rng": rng.bit_generator.state,
+                },
+                f,
+            )
         with open(os.path.join(logdir, "curve.csv"), "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["epoch", "meta_updates", "wall_s", "train_query_mse", "test_mse", "test_mse_ci95"])

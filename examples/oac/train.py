@@ -16,9 +16,13 @@ Usage::
 
     python examples/oac/train.py --seed 0 --logdir runs/oac/seed0
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/oac/train.py --seed 0 --logdir runs/oac/seed0 --resume runs/oac/seed0
+
 Writes ``<logdir>/summary.json``, tensorboard scalars, ``<logdir>/curve.csv`` (a row per evaluation:
 ``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` = mean of the last 10 training
-episodes).
+episodes) and ``<logdir>/checkpoint.npz`` (every ``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at
+the end: docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -35,7 +38,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, ReplayMemory, summary
+from parl.utils import Checkpointer, ReplayMemory, RunLog, add_run_args
 
 # the networks below are torch.nn modules: pin the torch backend (with paddle also installed, PARL's
 # default would be paddle)
@@ -102,14 +105,13 @@ def main() -> None:
     parser.add_argument("--beta", type=float, default=4.66, help="optimism (the paper's beta_UB)")
     parser.add_argument("--delta", type=float, default=23.53, help="KL size of the exploration shift")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "oac", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "oac", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
@@ -118,54 +120,52 @@ def main() -> None:
                               delta=args.delta, actor_lr=LR, critic_lr=LR, device=args.device)
     memory = ReplayMemory(args.total_steps, obs_dim, act_dim, seed=args.seed)
 
-    obs, _ = env.reset(seed=args.seed)
-    episode_return, eval_mean, reached, evals = 0.0, float("-inf"), False, []
-    progress = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
-    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, memory=memory, rng=rng, env=env)
+    c = ckpt.track(obs=env.reset(seed=args.seed)[0], episode_return=0.0, eval_mean=float("-inf"), reached=False,
+                   evals=[], last10=[], step=0)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, env, memory, networks, RNGs)
+    progress = tqdm(total=args.total_steps, initial=c.step, disable=args.no_progress, unit="step")
 
-    def log_curve() -> None:
-        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                        "eval_return_mean": round(eval_mean, 3),
-                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan"})
-
-    for step in range(1, args.total_steps + 1):
+    while c.step < args.total_steps and not c.reached:
+        c.step += 1
+        step = c.step
         if step <= args.learning_starts:
             act = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
-            act = alg.get_optimistic_exploration_action(torch.as_tensor(obs, dtype=torch.float32)).cpu().numpy()
+            act = alg.get_optimistic_exploration_action(torch.as_tensor(c.obs, dtype=torch.float32)).cpu().numpy()
         next_obs, rew, term, trunc, _ = env.step(act * scale)
-        memory.append(obs, act, rew, next_obs, term)
-        episode_return += rew
-        obs = next_obs
+        memory.append(c.obs, act, rew, next_obs, term)
+        c.episode_return += rew
+        c.obs = next_obs
         if term or trunc:
-            summary.add_scalar("train/episode_return", episode_return, step)
-            last10 = (last10 + [episode_return])[-10:]
-            obs, _ = env.reset()
-            episode_return = 0.0
+            run.scalar("train/episode_return", c.episode_return, step)
+            c.last10 = (c.last10 + [c.episode_return])[-10:]
+            c.obs, _ = env.reset()
+            c.episode_return = 0.0
         if step > args.learning_starts:
             critic_loss, actor_loss = alg.learn(*(torch.from_numpy(x) for x in memory.sample_batch(BATCH_SIZE)))
         progress.update(1)
         if step % args.eval_every == 0 or step == args.total_steps:
             if step > args.learning_starts:
-                summary.add_scalar("train/critic_loss", critic_loss.item(), step)
-                summary.add_scalar("train/actor_loss", actor_loss.item(), step)
-            eval_mean = evaluate(alg, args.env, args.seed, scale)
-            summary.add_scalar("eval/return_mean", eval_mean, step)
-            log_curve()
-            evals.append([step, eval_mean])
-            progress.set_postfix(eval=f"{eval_mean:.1f}")
-            if step > args.learning_starts and eval_mean >= args.target_return:
-                reached = True
-                break
+                run.scalar("train/critic_loss", critic_loss.item(), step)
+                run.scalar("train/actor_loss", actor_loss.item(), step)
+            c.eval_mean = evaluate(alg, args.env, args.seed, scale)
+            run.scalar("eval/return_mean", c.eval_mean, step)
+            run.row({"env_steps": step, "wall_s": round(run.elapsed(), 3), "eval_return_mean": round(c.eval_mean, 3),
+                     "train_return_mean": round(float(np.mean(c.last10)), 3) if c.last10 else "nan"})
+            c.evals.append([step, c.eval_mean])
+            progress.set_postfix(eval=f"{c.eval_mean:.1f}")
+            c.reached = step > args.learning_starts and c.eval_mean >= args.target_return
+        ckpt.maybe_save(step)
     progress.close()
-    curve.close()
-    result = {"device": str(alg.device),
-              "env": args.env, "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": step, "wall_s": round(time.perf_counter() - start, 3), "target_return": args.target_return,
-              "reached": reached, "beta": args.beta, "delta": args.delta, "evals": evals}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "seed": args.seed, "eval_return_mean": c.eval_mean,
+        "eval_episodes": EVAL_EPISODES, "env_steps": c.step, "wall_s": round(run.elapsed(), 3),
+        "target_return": args.target_return, "reached": c.reached, "beta": args.beta, "delta": args.delta,
+        "evals": c.evals})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

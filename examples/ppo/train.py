@@ -16,10 +16,14 @@ Usage::
     python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0
     python examples/ppo/train.py --env Pendulum-v1 --seed 0 --logdir runs/ppo/pendulum-s0
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0 --resume runs/ppo/cartpole-s0
+
 Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
 tensorboard scalars (``train/*``, ``eval/return_mean``) and ``<logdir>/curve.csv`` (a row per update: ``env_steps``,
 ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes, ``eval_return_mean``, empty where that
-update has no evaluation).
+update has no evaluation), and ``<logdir>/checkpoint.npz`` (every ``--checkpoint-every`` minutes, on SIGTERM /
+Ctrl-C and at the end, between two updates: docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -30,14 +34,13 @@ import gc
 import importlib
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, compute_gae, summary
+from parl.utils import Checkpointer, RunLog, add_run_args, compute_gae
 
 # Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
 # value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
@@ -153,17 +156,16 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
     cfg = dict(CONFIGS[args.env])
     total_steps = args.total_steps or cfg["total_steps"]
     target = cfg["target_return"] if args.target_return is None else args.target_return
-    logdir = args.logdir or os.path.join("runs", "ppo", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "ppo", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
     np.random.seed(args.seed)
-    start = time.perf_counter()
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]
     envs = make_envs(args.env, n)
@@ -190,45 +192,44 @@ def main() -> None:
     # out of the cyclic garbage collector's generations, whose full passes would rescan them (~0.1 s each)
     gc.freeze()
 
-    obs, _ = envs.reset(seed=args.seed)
-    ep_return = np.zeros(n)
-    prev_done = np.zeros(n, bool)
-    recent: list[float] = []
-    steps, updates, eval_mean, reached_at = 0, 0, float("-inf"), None
     num_updates = total_steps // (n * t_len)
     if num_updates < 1:
         raise SystemExit(f"--total-steps {total_steps} is less than one rollout of {args.env} (num_envs x n_steps = "
                          f"{n} x {t_len} = {n * t_len} env steps): give --total-steps {n * t_len} or more")
-    bar = tqdm(total=total_steps, disable=args.no_progress, unit="step")
-    curve = CSVLogger(os.path.join(logdir, "curve.csv"))
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, envs=envs)
+    c = ckpt.track(obs=envs.reset(seed=args.seed)[0], ep_return=np.zeros(n), prev_done=np.zeros(n, bool), recent=[],
+                   steps=0, updates=0, eval_mean=float("-inf"), reached=False, train_mean=float("nan"))
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, envs, networks, optimizer, RNGs)
+    bar = tqdm(total=total_steps, initial=c.steps, disable=args.no_progress, unit="step")
 
-    def log_curve(train_return: float, eval_return: float | str = "") -> None:
-        curve.log_dict({"env_steps": steps, "wall_s": round(time.perf_counter() - start, 3),
-                        "train_return_mean": round(train_return, 3),
-                        "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
+    def log_curve(eval_return: float | str = "") -> None:
+        run.row({"env_steps": c.steps, "wall_s": round(run.elapsed(), 3), "train_return_mean": round(c.train_mean, 3),
+                 "eval_return_mean": eval_return if eval_return == "" else round(eval_return, 3)})
 
-    for updates in range(1, num_updates + 1):
-        frac = 1.0 - (updates - 1) / num_updates
+    while c.updates < num_updates and not c.reached:
+        c.updates += 1
+        frac = 1.0 - (c.updates - 1) / num_updates
         lr, alg.clip_param = cfg["lr"] * frac, max(cfg["clip_param"] * frac, 1e-3)
         with ops.no_grad():
             for t in range(t_len):
-                value, action, logp, _ = alg.sample(ops.tensor(obs, "float32"))
+                value, action, logp, _ = alg.sample(ops.tensor(c.obs, "float32"))
                 # (the paddle PPO's action and log-prob have PARL's leading sample axis of 1: reshape drops it)
                 env_action = action.cpu().numpy().reshape(act_buf.shape[1:])
-                obs_buf[t], act_buf[t], logp_buf[t] = obs, env_action, logp.cpu().numpy().reshape(n)
-                val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~prev_done
+                obs_buf[t], act_buf[t], logp_buf[t] = c.obs, env_action, logp.cpu().numpy().reshape(n)
+                val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~c.prev_done
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
-                obs, reward, terminated, truncated, _ = envs.step(env_action)
+                c.obs, reward, terminated, truncated, _ = envs.step(env_action)
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward * cfg["reward_scale"], terminated, truncated
-                ep_return += reward
-                prev_done = terminated | truncated
-                if prev_done.any():  # `obs` is the final observation; the env resets on the next step
-                    recent.extend(ep_return[prev_done].tolist())
-                    ep_return[prev_done] = 0.0
-            last_value = alg.value(ops.tensor(obs, "float32")).cpu().numpy()[:, 0]
+                c.ep_return += reward
+                c.prev_done = terminated | truncated
+                if c.prev_done.any():  # `obs` is the final observation; the env resets on the next step
+                    c.recent.extend(c.ep_return[c.prev_done].tolist())
+                    c.ep_return[c.prev_done] = 0.0
+            last_value = alg.value(ops.tensor(c.obs, "float32")).cpu().numpy()[:, 0]
         next_val_buf[:-1], next_val_buf[-1] = val_buf[1:], last_value
-        steps += n * t_len
+        c.steps += n * t_len
         adv, ret = compute_gae(rew_buf, val_buf, next_val_buf, term_buf, trunc_buf, gamma=cfg["gamma"],
                                gae_lambda=cfg["gae_lambda"])
 
@@ -242,38 +243,33 @@ def main() -> None:
                 j = perm[i:i + mb]
                 alg.learn(*(ops.tensor(a[j]) for a in batch), lr=lr)
 
-        recent = recent[-10:]
-        train_mean = float(np.mean(recent)) if recent else float("nan")
+        c.recent = c.recent[-10:]
+        c.train_mean = float(np.mean(c.recent)) if c.recent else float("nan")
         for key, value in alg.last_info.items():
-            summary.add_scalar(key, value, steps)
-        summary.add_scalar("train/episode_return", train_mean, steps)
+            run.scalar(key, value, c.steps)
+        run.scalar("train/episode_return", c.train_mean, c.steps)
         bar.update(n * t_len)
-        bar.set_postfix(train_return=f"{train_mean:.1f}", eval=f"{eval_mean:.1f}")
-        if not (recent and train_mean >= cfg["eval_trigger"]):
-            log_curve(train_mean)
+        bar.set_postfix(train_return=f"{c.train_mean:.1f}", eval=f"{c.eval_mean:.1f}")
+        if not (c.recent and c.train_mean >= cfg["eval_trigger"]):
+            log_curve()
         else:
-            eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
-            summary.add_scalar("eval/return_mean", eval_mean, steps)
-            log_curve(train_mean, eval_mean)
-            if eval_mean >= target:
-                reached_at = (steps, time.perf_counter() - start)
-                break
+            c.eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
+            run.scalar("eval/return_mean", c.eval_mean, c.steps)
+            log_curve(c.eval_mean)
+            c.reached = c.eval_mean >= target
+        ckpt.maybe_save(c.steps)
     bar.close()
-    if reached_at is None:
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
-        summary.add_scalar("eval/return_mean", eval_mean, steps)
-        log_curve(train_mean, eval_mean)
-        if eval_mean >= target:
-            reached_at = (steps, time.perf_counter() - start)
-    curve.close()
-    wall = time.perf_counter() - start
-    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
-              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": steps, "wall_s": round(wall, 3), "target_return": target,
-              "reached": reached_at is not None, "updates": updates}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    if not c.reached:
+        c.eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
+        run.scalar("eval/return_mean", c.eval_mean, c.steps)
+        log_curve(c.eval_mean)
+        c.reached = c.eval_mean >= target
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "backend": args.backend, "seed": args.seed,
+        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES, "env_steps": c.steps,
+        "wall_s": round(run.elapsed(), 3), "target_return": target, "reached": c.reached, "updates": c.updates})
+    ckpt.finish(c.steps)
     print(json.dumps(result))
 
 

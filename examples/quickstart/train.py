@@ -18,10 +18,13 @@ Usage::
     python examples/quickstart/train.py --seed 0 --logdir runs/quickstart/seed0
     python examples/quickstart/train.py --backend paddle --seed 0 --logdir runs/quickstart/paddle-seed0
     tensorboard --logdir runs/quickstart
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/quickstart/train.py --seed 0 --logdir runs/quickstart/seed0 --resume runs/quickstart/seed0
 
 Writes ``<logdir>/summary.json``, ``<logdir>/agent.ckpt``, ``<logdir>/log.log``, tensorboard events and
 ``<logdir>/curve.csv`` (a row per evaluation: ``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` =
-mean of the last 10 training episodes).
+mean of the last 10 training episodes), and ``<logdir>/checkpoint.npz`` (every ``--checkpoint-every`` minutes,
+on SIGTERM / Ctrl-C and at the end, between two updates: docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import functools
 import importlib
 import json
 import os
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -39,7 +41,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 import parl
-from parl.utils import CSVLogger, calc_discount_sum_rewards, logger, summary
+from parl.utils import Checkpointer, RunLog, add_run_args, calc_discount_sum_rewards, logger
 
 GAMMA = 0.99
 LEARNING_RATE = 4e-3
@@ -177,7 +179,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--eval-every", type=int, default=3, help="evaluate every N updates")
     parser.add_argument("--target-return", type=float, default=475.0, help="stop once the mean eval return reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args(argv)
+    if args.resume is not None:
+        args.logdir = args.resume
     if args.logdir is None:
         args.logdir = os.path.join("runs", "quickstart", f"seed{args.seed}")
     for name in ("max_episodes", "episodes_per_update", "eval_every"):
@@ -188,7 +193,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    start = time.perf_counter()
     framework = importlib.import_module(args.backend)
     if args.backend == "torch":
         framework.set_num_threads(1)  # small networks: one thread is 2-4x faster than the default
@@ -196,7 +200,7 @@ def main(argv=None) -> dict:
     else:
         framework.seed(args.seed)
     logger.set_dir(args.logdir)
-    summary.set_logdir(args.logdir)
+    run = RunLog(args.logdir)
 
     env = gym.make("CartPole-v1")
     eval_envs = [gym.make("CartPole-v1") for _ in range(EVAL_EPISODES)]
@@ -205,44 +209,46 @@ def main(argv=None) -> dict:
     act_dim = env.action_space.n
     agent = build_agent(obs_dim, act_dim, seed=args.seed, lr=args.lr, backend=args.backend, device=args.device)
 
-    episodes = updates = env_steps = 0
-    eval_mean = float("nan")
-    reached = False
-    curve, last10 = CSVLogger(os.path.join(args.logdir, "curve.csv")), []
-    progress = tqdm(total=args.max_episodes, desc=f"CartPole seed {args.seed}", unit="ep", disable=args.no_progress)
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=agent.alg, agent_rng=agent.rng, env=env)
+    c = ckpt.track(episodes=0, updates=0, env_steps=0, eval_mean=float("nan"), reached=False, last10=[])
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, env, network, optimizer, RNGs)
+    progress = tqdm(total=args.max_episodes, initial=c.episodes, desc=f"CartPole seed {args.seed}", unit="ep",
+                    disable=args.no_progress)
     with logging_redirect_tqdm(loggers=[logger.get_logger()]):  # log lines print above the bar
-        while episodes < args.max_episodes and not reached:
+        while c.episodes < args.max_episodes and not c.reached:
             batch_obs, batch_action, batch_return = [], [], []
-            for _ in range(min(args.episodes_per_update, args.max_episodes - episodes)):
+            for _ in range(min(args.episodes_per_update, args.max_episodes - c.episodes)):
                 obs_list, action_list, reward_list = run_train_episode(
-                    agent, env, seed=args.seed if episodes == 0 else None)
-                episodes += 1
-                env_steps += len(reward_list)
-                summary.add_scalar("train/episode_return", sum(reward_list), env_steps)
-                last10 = (last10 + [sum(reward_list)])[-10:]
+                    agent, env, seed=args.seed if c.episodes == 0 else None)
+                c.episodes += 1
+                c.env_steps += len(reward_list)
+                run.scalar("train/episode_return", sum(reward_list), c.env_steps)
+                c.last10 = (c.last10 + [sum(reward_list)])[-10:]
                 batch_obs += obs_list
                 batch_action += action_list
                 batch_return.append(calc_discount_sum_rewards(reward_list, GAMMA))
                 progress.update(1)
-                progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
+                progress.set_postfix(ret=sum(reward_list), eval=c.eval_mean)
             batch_return = np.concatenate(batch_return)
             batch_return = (batch_return - batch_return.mean()) / (batch_return.std() + 1e-8)
             loss = agent.learn(np.array(batch_obs), np.array(batch_action), batch_return)
-            updates += 1
-            summary.add_scalar("train/loss", loss, env_steps)
+            c.updates += 1
+            run.scalar("train/loss", loss, c.env_steps)
 
-            if updates % args.eval_every == 0 or episodes >= args.max_episodes:
-                eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
-                summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-                curve.log_dict({"env_steps": env_steps, "wall_s": round(time.perf_counter() - start, 3),
-                                "eval_return_mean": round(eval_mean, 3),
-                                "train_return_mean": round(float(np.mean(last10)), 3)})
-                logger.info("episode %d, env steps %d: eval return %.1f", episodes, env_steps, eval_mean)
-                progress.set_postfix(ret=sum(reward_list), eval=eval_mean)
-                reached = eval_mean >= args.target_return
+            if c.updates % args.eval_every == 0 or c.episodes >= args.max_episodes:
+                c.eval_mean = float(run_evaluate_episodes(agent, eval_envs, eval_seeds).mean())
+                run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+                run.row({"env_steps": c.env_steps, "wall_s": round(run.elapsed(), 3),
+                         "eval_return_mean": round(c.eval_mean, 3),
+                         "train_return_mean": round(float(np.mean(c.last10)), 3)})
+                logger.info("episode %d, env steps %d: eval return %.1f", c.episodes, c.env_steps, c.eval_mean)
+                progress.set_postfix(ret=sum(reward_list), eval=c.eval_mean)
+                c.reached = c.eval_mean >= args.target_return
+            ckpt.maybe_save(c.env_steps)
     progress.close()
-    curve.close()
-    train_wall_s = time.perf_counter() - start
+    run.close()
+    train_wall_s = run.elapsed()
 
     # Save, restore into a fresh agent, evaluate again on the same episodes.
     checkpoint = os.path.join(args.logdir, "agent.ckpt")
@@ -251,28 +257,26 @@ def main(argv=None) -> dict:
                            device=args.device)
     restored.restore(checkpoint)
     restored_mean = float(run_evaluate_episodes(restored, eval_envs, eval_seeds).mean())
-    logger.info("restored agent: eval return %.1f (before saving: %.1f)", restored_mean, eval_mean)
+    logger.info("restored agent: eval return %.1f (before saving: %.1f)", restored_mean, c.eval_mean)
 
-    result = {
-        "eval_return_mean": eval_mean,
+    result = run.write_summary({
+        "eval_return_mean": c.eval_mean,
         "eval_episodes": EVAL_EPISODES,
-        "env_steps": env_steps,
-        "wall_s": round(time.perf_counter() - start, 3),
+        "env_steps": c.env_steps,
+        "wall_s": round(run.elapsed(), 3),
         "train_wall_s": round(train_wall_s, 3),
-        "episodes": episodes,
-        "updates": updates,
+        "episodes": c.episodes,
+        "updates": c.updates,
         "seed": args.seed,
         "backend": args.backend,
         "lr": args.lr,
         "target_return": args.target_return,
-        "reached_threshold": reached,
+        "reached_threshold": c.reached,
         "restored_eval_return_mean": restored_mean,
         "checkpoint": checkpoint,
         "loadavg": _loadavg(),
-    }
-    with open(os.path.join(args.logdir, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
-    summary.close()
+    })
+    ckpt.finish(c.env_steps)
     for e in [env, *eval_envs]:
         e.close()
     logger.info("summary: %s", json.dumps(result))

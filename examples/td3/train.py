@@ -18,9 +18,13 @@ Usage::
     python examples/td3/train.py --env HalfCheetah-v5 --total-steps 100000 --learning-starts 10000 \
         --eval-every 50000 --target-return 1e9 --hidden-sizes 400 300 --gamma 0.99 --buffer-size 1000000
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/td3/train.py --seed 0 --logdir runs/td3/seed0 --resume runs/td3/seed0
+
 Writes ``<logdir>/summary.json``, tensorboard scalars, ``<logdir>/curve.csv`` (a row per evaluation:
 ``env_steps``, ``wall_s``, ``eval_return_mean``, ``train_return_mean`` = mean of the last 10 training
-episodes).
+episodes) and ``<logdir>/checkpoint.npz`` (every ``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at
+the end: docs/long_runs.md).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import CSVLogger, ReplayMemory, summary
+from parl.utils import Checkpointer, ReplayMemory, RunLog, add_run_args
 
 GAMMA = 0.98
 TAU = 0.005
@@ -147,14 +151,13 @@ def main() -> None:
     parser.add_argument("--hidden-sizes", type=int, nargs="+", default=[HIDDEN, HIDDEN],
                         help="hidden layer widths of the actor and of each critic")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "td3", f"{args.env}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "td3", f"{args.env}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    start = time.perf_counter()
 
     env = gym.make(args.env)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
@@ -168,65 +171,59 @@ def main() -> None:
     # out of the cyclic garbage collector's generations, whose full passes would rescan them (~0.1 s each)
     gc.freeze()
 
-    obs, _ = env.reset(seed=args.seed)
-    ep_return, eval_mean, reached_at, step, evals = 0.0, float("-inf"), None, 0, []
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
-    curve, last10 = CSVLogger(os.path.join(logdir, "curve.csv")), []
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, memory=memory, rng=rng, env=env)
+    c = ckpt.track(obs=env.reset(seed=args.seed)[0], ep_return=0.0, eval_mean=float("-inf"), reached=False, step=0,
+                   evals=[], last10=[])
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, env, memory, networks, RNGs)
+    bar = tqdm(total=args.total_steps, initial=c.step - c.step % args.eval_every, disable=args.no_progress,
+               unit="step")
 
-    def log_curve() -> None:
-        curve.log_dict({"env_steps": step, "wall_s": round(time.perf_counter() - start, 3),
-                        "eval_return_mean": round(eval_mean, 3),
-                        "train_return_mean": round(float(np.mean(last10)), 3) if last10 else "nan"})
+    def evaluate_and_log() -> None:
+        c.eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
+        run.scalar("eval/return_mean", c.eval_mean, c.step)
+        run.row({"env_steps": c.step, "wall_s": round(run.elapsed(), 3), "eval_return_mean": round(c.eval_mean, 3),
+                 "train_return_mean": round(float(np.mean(c.last10)), 3) if c.last10 else "nan"})
+        c.evals.append([c.step, c.eval_mean])
+        c.reached = c.eval_mean >= args.target_return
 
-    for step in range(1, args.total_steps + 1):
-        if step <= args.learning_starts:
+    while c.step < args.total_steps and not c.reached:
+        c.step += 1
+        if c.step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
         else:
             with ops.no_grad():
-                action = alg.predict(ops.tensor(obs[None], "float32"))[0].cpu().numpy()
+                action = alg.predict(ops.tensor(c.obs[None], "float32"))[0].cpu().numpy()
             action = np.clip(action + rng.normal(0.0, args.expl_noise, act_dim), -1.0, 1.0).astype(np.float32)
         next_obs, reward, terminated, truncated, _ = env.step(action * action_scale)
-        memory.append(obs, action, reward, next_obs, terminated)
-        ep_return += reward
-        obs = next_obs
+        memory.append(c.obs, action, reward, next_obs, terminated)
+        c.ep_return += reward
+        c.obs = next_obs
         if terminated or truncated:
-            summary.add_scalar("train/episode_return", ep_return, step)
-            last10 = (last10 + [ep_return])[-10:]
-            bar.set_postfix(train_return=f"{ep_return:.1f}", eval=f"{eval_mean:.1f}")
-            obs, _ = env.reset()
-            ep_return = 0.0
-        if step > args.learning_starts:
+            run.scalar("train/episode_return", c.ep_return, c.step)
+            c.last10 = (c.last10 + [c.ep_return])[-10:]
+            bar.set_postfix(train_return=f"{c.ep_return:.1f}", eval=f"{c.eval_mean:.1f}")
+            c.obs, _ = env.reset()
+            c.ep_return = 0.0
+        if c.step > args.learning_starts:
             alg.learn(*(ops.tensor(a) for a in memory.sample_batch(args.batch_size)))
-        if step % args.eval_every == 0:
+        if c.step % args.eval_every == 0:
             bar.update(args.eval_every)
             for key, value in alg.last_info.items():
-                summary.add_scalar(key, value, step)
-            if step > args.learning_starts:
-                eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
-                summary.add_scalar("eval/return_mean", eval_mean, step)
-                log_curve()
-                evals.append([step, eval_mean])
-                if eval_mean >= args.target_return:
-                    reached_at = (step, time.perf_counter() - start)
-                    break
+                run.scalar(key, value, c.step)
+            if c.step > args.learning_starts:
+                evaluate_and_log()
+        ckpt.maybe_save(c.step)
     bar.close()
-    if reached_at is None and not (evals and evals[-1][0] == step):  # (an evaluation at this step is reused)
-        eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
-        summary.add_scalar("eval/return_mean", eval_mean, step)
-        log_curve()
-        evals.append([step, eval_mean])
-        if eval_mean >= args.target_return:
-            reached_at = (step, time.perf_counter() - start)
-    curve.close()
-    wall = time.perf_counter() - start
-    result = {"device": str(alg.device), "env": args.env, "backend": args.backend,
-              "seed": args.seed, "eval_return_mean": eval_mean, "eval_episodes": EVAL_EPISODES,
-              "env_steps": step, "wall_s": round(wall, 3), "target_return": args.target_return,
-              "reached": reached_at is not None, "evals": evals,
-              "cpu_s": round(time.process_time(), 3)}
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+    if not c.reached and not (c.evals and c.evals[-1][0] == c.step):  # (an evaluation at this step is reused)
+        evaluate_and_log()
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "backend": args.backend, "seed": args.seed,
+        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES, "env_steps": c.step,
+        "wall_s": round(run.elapsed(), 3), "target_return": args.target_return, "reached": c.reached,
+        "evals": c.evals, "cpu_s": round(time.process_time(), 3)})
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

@@ -224,6 +224,25 @@ class ReplayMemory:
         arrays, other = _read_memory_file(path)
         self._load_arrays(arrays, source=path, other=other)
 
+    def state_dict(self) -> dict[str, Any]:
+        """Everything an exact resume needs: the ``size()`` stored transitions (arrays as in :meth:`save`),
+        ``size``, ``position`` and the sampling generator's state (``rng``, a dict of plain values)."""
+        n = self._curr_size
+        return {"obs": self.obs[:n].copy(), "action": self.action[:n].copy(), "reward": self.reward[:n].copy(),
+                "next_obs": self.next_obs[:n].copy(), "terminal": self.terminal[:n].copy(),
+                "size": n, "position": self._curr_pos, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a :meth:`state_dict`: transitions, write position and sampling generator.
+
+        Raises:
+            KeyError: an entry of :meth:`state_dict` is missing.
+            ValueError: the arrays do not fit this memory (see :meth:`load`).
+        """
+        self._load_arrays(state, source="the replay memory state")
+        self._curr_pos = int(state["position"]) % self.max_size
+        self.rng.bit_generator.state = state["rng"]
+
     def _load_arrays(self, arrays: Mapping[str, np.ndarray], source: str, other: Any = None) -> None:
         n = len(arrays["reward"])
         expected = {"obs": (n, *self.obs_shape), "action": (n, *self.act_shape), "reward": (n,),

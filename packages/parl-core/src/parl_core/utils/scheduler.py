@@ -14,7 +14,31 @@ def _check_step_num(step_num: int) -> int:
     return step_num
 
 
-class PiecewiseScheduler:
+class _StepState:
+    """``state_dict`` / ``load_state_dict`` of a schedule: its current step and value (for exact resumes)."""
+
+    cur_step: int
+    cur_value: float
+
+    def state_dict(self) -> dict[str, float]:
+        """``{"cur_step": int, "cur_value": float}``: where the schedule is."""
+        return {"cur_step": self.cur_step, "cur_value": self.cur_value}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        """Continue from a :meth:`state_dict`.
+
+        Raises:
+            ValueError: ``state`` lacks ``cur_step`` or ``cur_value``.
+        """
+        missing = {"cur_step", "cur_value"} - set(state)
+        if missing:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the state lacks {sorted(missing)}; pass what "
+                             "state_dict() returned")
+        self.cur_step = int(state["cur_step"])
+        self.cur_value = state["cur_value"]
+
+
+class PiecewiseScheduler(_StepState):
     """A piecewise-constant schedule: ``value_i`` for ``step_i <= step < step_{i+1}``.
 
     Fixes the original PARL's bug: a ``step(step_num)`` that jumps over several boundaries lands on the
@@ -61,7 +85,7 @@ class PiecewiseScheduler:
         return self.cur_value
 
 
-class LinearDecayScheduler:
+class LinearDecayScheduler(_StepState):
     """``value = start_value * (1 - step / max_steps)``, reaching 0 at ``max_steps`` and staying there.
 
     Args:

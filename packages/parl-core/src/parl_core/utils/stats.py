@@ -79,20 +79,44 @@ class CSVLogger:
 
     Args:
         output_file: the CSV file to write (parents are created; an existing file is overwritten).
+        resume_at: continue an existing file instead: keep its first ``resume_at`` bytes (a value
+            :meth:`position` returned), drop the rest and append after them, under the file's own header.
 
     Raises:
-        ValueError (from :meth:`log_dict`): a row's keys differ from the first row's.
+        ValueError: ``resume_at`` is beyond the end of the file (the file was replaced or cut since);
+            (from :meth:`log_dict`) a row's keys differ from the first row's.
     """
 
-    def __init__(self, output_file: str | os.PathLike) -> None:
+    def __init__(self, output_file: str | os.PathLike, resume_at: int | None = None) -> None:
         output_file = os.fspath(output_file)
         parent = os.path.dirname(output_file)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        self._file = open(output_file, "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._writer: csv.DictWriter | None = None
         self._keys: list[str] | None = None
         self._lock = threading.Lock()
+        if resume_at is None:
+            self._file = open(output_file, "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            return
+        open(output_file, "a").close()  # (create it if missing)
+        size = os.path.getsize(output_file)
+        if not 0 <= resume_at <= size:
+            raise ValueError(f"{output_file} has {size} bytes, fewer than the {resume_at} to keep: it was replaced or "
+                             "cut since; restore it or start the run over")
+        with open(output_file, "r+b") as raw:
+            raw.truncate(resume_at)
+        self._file = open(output_file, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        with open(output_file, newline="", encoding="utf-8") as existing:
+            header = next(csv.reader(existing), None)
+        if header:
+            self._keys = header
+            self._writer = csv.DictWriter(self._file, fieldnames=self._keys)
+
+    def position(self) -> int:
+        """Flush and return the file's length in bytes (the ``resume_at`` that continues after this row)."""
+        with self._lock:
+            self._file.flush()
+            return self._file.tell()
 
     def log_dict(self, result: Mapping[str, Any]) -> None:
         """Write one row; the first call writes the header.

@@ -25,21 +25,25 @@ __all__ = ["add_histogram", "add_scalar", "close", "flush", "get_logdir", "get_w
 _lock = threading.RLock()
 _writer: Any = None
 _logdir: str | None = None
+_purge_step: int | None = None
 _atexit_registered = False
 
 FLUSH_SECS = 2.0
 
 
-def set_logdir(logdir: str | os.PathLike) -> None:
+def set_logdir(logdir: str | os.PathLike, purge_step: int | None = None) -> None:
     """Write the following summaries to ``logdir`` (the current writer, if any, is closed).
 
     Args:
         logdir: directory for the event files; created when the writer is.
+        purge_step: when resuming a run: tensorboard drops the events of the earlier files in ``logdir``
+            whose step is ``>= purge_step`` (those written after the checkpoint the run resumes from).
     """
-    global _logdir
+    global _logdir, _purge_step
     with _lock:
         close()
         _logdir = os.fspath(logdir)
+        _purge_step = purge_step
 
 
 def get_logdir() -> str:
@@ -57,14 +61,15 @@ def get_writer() -> Any:
     Raises:
         ImportError: tensorboardX is not installed (``pip install tensorboardX``).
     """
-    global _writer, _atexit_registered
+    global _writer, _atexit_registered, _purge_step
     with _lock:
         if _writer is None:
             try:
                 from tensorboardX import SummaryWriter
             except ImportError as err:  # pragma: no cover - tensorboardX is a dependency
                 raise ImportError("parl.utils.summary needs tensorboardX: `pip install tensorboardX`") from err
-            _writer = SummaryWriter(logdir=get_logdir(), flush_secs=FLUSH_SECS)
+            _writer = SummaryWriter(logdir=get_logdir(), flush_secs=FLUSH_SECS, purge_step=_purge_step)
+            _purge_step = None  # (the first event file after set_logdir purges; later ones continue it)
             if not _atexit_registered:
                 atexit.register(close)
                 _atexit_registered = True
