@@ -13,15 +13,22 @@ from parl_core.utils import logger, summary
 
 @pytest.fixture
 def clean_logger():
-    """Undo logger.set_dir and summary.set_logdir after a test."""
+    """A test starts and ends without a logger dir or summary logdir (another test of the same process, e.g. a run
+    harness's, may have set them)."""
+
+    def reset():
+        summary.close()
+        summary._logdir = None
+        summary._purge_step = None
+        if logger._file_handler is not None:
+            logging.getLogger("parl").removeHandler(logger._file_handler)
+            logger._file_handler.close()
+            logger._file_handler = None
+        logger._dir = None
+
+    reset()
     yield
-    summary.close()
-    summary._logdir = None
-    if logger._file_handler is not None:
-        logging.getLogger("parl").removeHandler(logger._file_handler)
-        logger._file_handler.close()
-        logger._file_handler = None
-    logger._dir = None
+    reset()
 
 
 def test_set_dir_writes_log_file_and_keeps_existing_files(tmp_path, clean_logger):
