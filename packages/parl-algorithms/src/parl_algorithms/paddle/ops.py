@@ -1,7 +1,11 @@
-"""The few tensor operations of a training loop, with the same names in ``parl_algorithms.torch.ops``.
+"""paddle's side of the framework layer: the same names, with the same meaning, in ``parl_algorithms.torch.ops``.
 
-An example picks the module by backend (``importlib.import_module(f"parl_algorithms.{backend}.ops")``) and
-writes its loop once: numpy in, tensors to the algorithm, numpy out.
+Two uses. An example picks the module by backend (``importlib.import_module(f"parl_algorithms.{backend}.ops")``)
+and writes its loop once: numpy in, tensors to the algorithm, numpy out (``tensor`` ... ``zeros_parameter``).
+An algorithm written once (``parl_algorithms.algorithms``) calls it as ``self.ops`` for what paddle and torch
+name or mean differently (``take_along_axis``, an Adam ``step`` with gradient clipping, device moves, a
+categorical draw, the readable shape error, ...); everything else it writes in the operators and tensor
+methods the two frameworks share.
 """
 
 from __future__ import annotations
@@ -12,7 +16,15 @@ from typing import Any
 import numpy as np
 import paddle
 
-__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter"]
+from parl_algorithms.paddle import functional as _functional
+from parl_algorithms.paddle._common import adam as _adam
+from parl_algorithms.paddle._common import as_float as _as_float
+from parl_algorithms.paddle._common import host_float, rewrite_shape_error
+from parl_algorithms.paddle._common import step as _step
+
+__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
+           "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
+           "value_range", "categorical_sample", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -48,3 +60,70 @@ def randperm(n: int) -> paddle.Tensor:
 def zeros_parameter(layer: paddle.nn.Layer, shape: Sequence[int]) -> paddle.Tensor:
     """A trainable float32 parameter of zeros created by ``layer`` (assign it to an attribute of ``layer``)."""
     return layer.create_parameter(list(shape), default_initializer=paddle.nn.initializer.Constant(0.0))
+
+
+# -- the algorithms' layer: what the one-file algorithms (parl_algorithms.algorithms) call where torch and
+# paddle differ in name or semantics; torch's module has the same names with the same meaning
+
+Tensor = paddle.Tensor
+F = paddle.nn.functional
+functional = _functional
+
+
+def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
+    """``values`` unchanged: paddle computes on its process-wide device, and the checks convert numpy arrays."""
+    del device
+    return values
+
+
+def as_float(value: Any, name: str) -> paddle.Tensor:
+    """A float32 tensor from a tensor / numpy array / list; ``TypeError`` naming ``name`` when not numeric."""
+    return _as_float(value, name)
+
+
+def as_int64(value: Any, device: Any) -> paddle.Tensor:
+    """An int64 tensor from a tensor / numpy array / list (on paddle's device: ``device`` is torch's argument)."""
+    del device
+    tensor = value if isinstance(value, paddle.Tensor) else paddle.to_tensor(value)
+    return tensor.astype("int64")
+
+
+def take_along_axis(x: paddle.Tensor, index: paddle.Tensor, axis: int) -> paddle.Tensor:
+    """``x``'s entries at ``index`` along ``axis`` (``paddle.take_along_axis``; torch's ``gather``)."""
+    return paddle.take_along_axis(x, index, axis=axis)
+
+
+def value_range(x: paddle.Tensor) -> tuple[int, int]:
+    """``(min, max)`` of an integer tensor as Python ints in one device -> host read; ``(0, 0)`` when empty."""
+    values = x.numpy()  # (checked in numpy: two paddle reductions, each read back, cost ~2x more)
+    if not values.size:
+        return 0, 0
+    return int(values.min()), int(values.max())
+
+
+def categorical_sample(probs: paddle.Tensor) -> paddle.Tensor:
+    """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (paddle's global generator)."""
+    flat = probs.reshape([-1, probs.shape[-1]])
+    return paddle.multinomial(flat, 1).squeeze(1).reshape(probs.shape[:-1])
+
+
+def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> paddle.optimizer.Adam:
+    """``paddle.optimizer.Adam``; with ``max_grad_norm`` it clips the gradients' global L2 norm in each step."""
+    return _adam(params, lr=lr, eps=eps, max_grad_norm=max_grad_norm)
+
+
+def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor, max_grad_norm: float | None = None) -> None:
+    """Clear the gradients, backpropagate ``loss``, step (the clip to ``max_grad_norm`` is the optimizer's own)."""
+    del max_grad_norm  # built into the optimizer by adam(): paddle clips inside its step
+    _step(optimizer, loss)
+
+
+def info_scalar(value: paddle.Tensor) -> float:
+    """A diagnostic for ``last_info``: the one-element tensor's value as a host float."""
+    return host_float(value)
+
+
+def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
+    """Raise a ``ValueError`` naming ``algo.method``, the shapes of ``args`` and the fix from paddle's shape error
+    ``err`` inside the user's model; return otherwise (the caller re-raises ``err``)."""
+    rewrite_shape_error(algo, method, err, args)

@@ -1,7 +1,11 @@
-"""The few tensor operations of a training loop, with the same names in ``parl_algorithms.paddle.ops``.
+"""torch's side of the framework layer: the same names, with the same meaning, in ``parl_algorithms.paddle.ops``.
 
-An example picks the module by backend (``importlib.import_module(f"parl_algorithms.{backend}.ops")``) and
-writes its loop once: numpy in, tensors to the algorithm, numpy out.
+Two uses. An example picks the module by backend (``importlib.import_module(f"parl_algorithms.{backend}.ops")``)
+and writes its loop once: numpy in, tensors to the algorithm, numpy out (``tensor`` ... ``zeros_parameter``).
+An algorithm written once (``parl_algorithms.algorithms``) calls it as ``self.ops`` for what torch and paddle
+name or mean differently (``take_along_axis``, an Adam ``step`` with gradient clipping, device moves, a
+categorical draw, the readable shape error, ...); everything else it writes in the operators and tensor
+methods the two frameworks share.
 """
 
 from __future__ import annotations
@@ -11,8 +15,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.distributions import Categorical
 
-__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter"]
+from parl_algorithms.torch import functional as _functional
+from parl_algorithms.torch._common import _SHAPE_ERROR_HINTS, as_float_tensor, clip_grad_norm, optimizer_params
+from parl_algorithms.torch._common import adam as _adam
+from parl_core.torch.device import to_device as _to_device
+
+__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
+           "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
+           "value_range", "categorical_sample", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -50,3 +62,78 @@ def zeros_parameter(layer: torch.nn.Module, shape: Sequence[int]) -> torch.nn.Pa
     """A trainable float32 parameter of zeros (assign it to an attribute of ``layer`` to register it)."""
     del layer  # torch registers a parameter on assignment
     return torch.nn.Parameter(torch.zeros(*shape))
+
+
+# -- the algorithms' layer: what the one-file algorithms (parl_algorithms.algorithms) call where torch and
+# paddle differ in name or semantics; paddle's module has the same names with the same meaning
+
+Tensor = torch.Tensor
+F = torch.nn.functional
+functional = _functional
+
+
+def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
+    """``values`` with every numpy array / tensor on ``device`` (float64 arrays as float32), others unchanged."""
+    if device is None:
+        return values
+    return tuple(_to_device(v, device) for v in values)
+
+
+def as_float(value: Any, name: str) -> torch.Tensor:
+    """A float32 tensor from a tensor / numpy array / list; ``TypeError`` naming ``name`` when not numeric."""
+    return as_float_tensor(value, name)
+
+
+def as_int64(value: Any, device: Any) -> torch.Tensor:
+    """An int64 tensor on ``device`` from a tensor / numpy array / list."""
+    return torch.as_tensor(value, device=device).long()
+
+
+def take_along_axis(x: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    """``x``'s entries at ``index`` along ``axis`` (``torch.gather``; numpy's ``take_along_axis``)."""
+    return x.gather(axis, index)
+
+
+def value_range(x: torch.Tensor) -> tuple[int, int]:
+    """``(min, max)`` of an integer tensor as Python ints in one device -> host copy; ``(0, 0)`` when empty."""
+    if not x.numel():
+        return 0, 0
+    low, high = torch.stack(torch.aminmax(x)).tolist()
+    return low, high
+
+
+def categorical_sample(probs: torch.Tensor) -> torch.Tensor:
+    """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (torch's global generator)."""
+    return Categorical(probs=probs).sample()
+
+
+def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> torch.optim.Adam:
+    """Adam (fused where the device has it); ``max_grad_norm`` is applied by :func:`step` (the global L2 norm)."""
+    del max_grad_norm  # torch clips in step(); paddle's optimizer carries its clip
+    return _adam(params, lr=lr, eps=eps)
+
+
+def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None) -> None:
+    """Zero the gradients, backpropagate ``loss``, clip their global L2 norm to ``max_grad_norm``, step."""
+    optimizer.zero_grad()
+    loss.backward()
+    if max_grad_norm is not None:
+        clip_grad_norm(optimizer_params(optimizer), max_grad_norm)
+    optimizer.step()
+
+
+def info_scalar(value: torch.Tensor) -> torch.Tensor:
+    """A diagnostic for ``last_info``: the detached 0-d tensor, read to the host only when ``last_info`` is read."""
+    return value.detach()
+
+
+def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
+    """Raise a ``ValueError`` naming ``algo.method``, the shapes of ``args`` and the fix from torch's shape error
+    ``err`` inside the user's model; return otherwise (the caller re-raises ``err``)."""
+    message = str(err)
+    if not isinstance(err, RuntimeError) or not any(hint in message for hint in _SHAPE_ERROR_HINTS):
+        return
+    shapes = ", ".join(str(tuple(a.shape)) for a in args if hasattr(a, "shape"))
+    raise ValueError(f"{type(algo).__name__}.{method}: the model rejected inputs of shapes "
+                     f"[{shapes}] ({message}); pass obs as [B, *obs_shape] with the observation shape the "
+                     "model was built for, and actions / rewards shaped as the method documents") from err
