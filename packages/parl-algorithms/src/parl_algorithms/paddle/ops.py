@@ -19,12 +19,13 @@ import paddle
 from parl_algorithms.paddle import functional as _functional
 from parl_algorithms.paddle._common import adam as _adam
 from parl_algorithms.paddle._common import as_float as _as_float
-from parl_algorithms.paddle._common import host_float, rewrite_shape_error
+from parl_algorithms.paddle._common import column, discrete_actions, host_float, obs_batch, rewrite_shape_error
 from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
-           "value_range", "categorical_sample", "adam", "step", "info_scalar", "shape_error"]
+           "value_range", "categorical_sample", "rand", "randint", "where",
+           "obs_batch", "column", "discrete_actions", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -105,6 +106,23 @@ def categorical_sample(probs: paddle.Tensor) -> paddle.Tensor:
     """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (paddle's global generator)."""
     flat = probs.reshape([-1, probs.shape[-1]])
     return paddle.multinomial(flat, 1).squeeze(1).reshape(probs.shape[:-1])
+
+
+def rand(shape: Sequence[int], like: paddle.Tensor) -> paddle.Tensor:
+    """float32 uniform draws in ``[0, 1)`` of ``shape`` on paddle's device (paddle's global generator)."""
+    del like
+    return paddle.rand(list(shape))
+
+
+def randint(high: int, shape: Sequence[int], like: paddle.Tensor) -> paddle.Tensor:
+    """int64 uniform draws in ``[0, high)`` of ``shape`` on paddle's device (paddle's global generator)."""
+    del like
+    return paddle.randint(0, high, list(shape), dtype="int64")
+
+
+def where(condition: paddle.Tensor, x: paddle.Tensor, y: paddle.Tensor) -> paddle.Tensor:
+    """``x`` where ``condition`` holds, else ``y`` (``paddle.where``)."""
+    return paddle.where(condition, x, y)
 
 
 def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> paddle.optimizer.Adam:

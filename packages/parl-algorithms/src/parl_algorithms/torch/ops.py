@@ -18,13 +18,22 @@ import torch
 from torch.distributions import Categorical
 
 from parl_algorithms.torch import functional as _functional
-from parl_algorithms.torch._common import _SHAPE_ERROR_HINTS, as_float_tensor, clip_grad_norm, optimizer_params
+from parl_algorithms.torch._common import (
+    _SHAPE_ERROR_HINTS,
+    as_float_tensor,
+    clip_grad_norm,
+    column,
+    discrete_actions,
+    obs_batch,
+    optimizer_params,
+)
 from parl_algorithms.torch._common import adam as _adam
 from parl_core.torch.device import to_device as _to_device
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
-           "value_range", "categorical_sample", "adam", "step", "info_scalar", "shape_error"]
+           "value_range", "categorical_sample", "rand", "randint", "where",
+           "obs_batch", "column", "discrete_actions", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -105,6 +114,21 @@ def value_range(x: torch.Tensor) -> tuple[int, int]:
 def categorical_sample(probs: torch.Tensor) -> torch.Tensor:
     """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (torch's global generator)."""
     return Categorical(probs=probs).sample()
+
+
+def rand(shape: Sequence[int], like: torch.Tensor) -> torch.Tensor:
+    """float32 uniform draws in ``[0, 1)`` of ``shape`` on ``like``'s device (torch's global generator)."""
+    return torch.rand(*shape, device=like.device)
+
+
+def randint(high: int, shape: Sequence[int], like: torch.Tensor) -> torch.Tensor:
+    """int64 uniform draws in ``[0, high)`` of ``shape`` on ``like``'s device (torch's global generator)."""
+    return torch.randint(high, tuple(shape), device=like.device)
+
+
+def where(condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``x`` where ``condition`` holds, else ``y`` (``torch.where``)."""
+    return torch.where(condition, x, y)
 
 
 def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> torch.optim.Adam:
