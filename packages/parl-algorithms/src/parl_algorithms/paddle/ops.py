@@ -10,7 +10,8 @@ methods the two frameworks share.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,13 +20,24 @@ import paddle
 from parl_algorithms.paddle import functional as _functional
 from parl_algorithms.paddle._common import adam as _adam
 from parl_algorithms.paddle._common import as_float as _as_float
-from parl_algorithms.paddle._common import column, discrete_actions, host_float, obs_batch, rewrite_shape_error
+from parl_algorithms.paddle._common import (
+    column,
+    discrete_actions,
+    flat_q,
+    host_float,
+    obs_batch,
+    rewrite_shape_error,
+    two_q,
+)
+from parl_algorithms.paddle._common import continuous_actions as _continuous_actions
+from parl_algorithms.paddle._common import optimizer_parameters as optimizer_params
 from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
            "value_range", "categorical_sample", "rand", "randint", "where",
-           "obs_batch", "column", "discrete_actions", "adam", "step", "info_scalar", "shape_error"]
+           "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
+           "freeze", "frozen", "info_mean", "info_zero", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -125,6 +137,30 @@ def where(condition: paddle.Tensor, x: paddle.Tensor, y: paddle.Tensor) -> paddl
     return paddle.where(condition, x, y)
 
 
+def continuous_actions(action: Any, batch: int, algo: str) -> paddle.Tensor:
+    """float32 ``[B, act_dim]`` continuous actions; ``ValueError`` naming the fix for indices or a wrong shape."""
+    return _continuous_actions(action, batch, algo)
+
+
+def freeze(params: Iterable[paddle.Tensor]) -> None:
+    """Let ``params`` take no gradient from now on (a target network's)."""
+    for param in params:
+        param.stop_gradient = True
+
+
+@contextlib.contextmanager
+def frozen(params: list[paddle.Tensor]) -> Iterator[None]:
+    """Within the block ``params`` take no gradient; their own flags come back after it."""
+    flags = [p.stop_gradient for p in params]
+    for p in params:
+        p.stop_gradient = True
+    try:
+        yield
+    finally:
+        for p, flag in zip(params, flags, strict=True):
+            p.stop_gradient = flag
+
+
 def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> paddle.optimizer.Adam:
     """``paddle.optimizer.Adam``; with ``max_grad_norm`` it clips the gradients' global L2 norm in each step."""
     return _adam(params, lr=lr, eps=eps, max_grad_norm=max_grad_norm)
@@ -139,6 +175,17 @@ def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor, max_grad_no
 def info_scalar(value: paddle.Tensor) -> float:
     """A diagnostic for ``last_info``: the one-element tensor's value as a host float."""
     return host_float(value)
+
+
+def info_mean(value: paddle.Tensor) -> float:
+    """A diagnostic for ``last_info``: the mean of ``value`` as a host float."""
+    return host_float(value.detach().mean())
+
+
+def info_zero(device: Any) -> float:
+    """The zero diagnostic (a host float, as :func:`info_scalar` returns)."""
+    del device
+    return 0.0
 
 
 def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:

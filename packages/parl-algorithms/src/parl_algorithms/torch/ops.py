@@ -10,7 +10,9 @@ methods the two frameworks share.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import functools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,16 +26,20 @@ from parl_algorithms.torch._common import (
     clip_grad_norm,
     column,
     discrete_actions,
+    flat_q,
     obs_batch,
     optimizer_params,
+    two_q,
 )
 from parl_algorithms.torch._common import adam as _adam
+from parl_algorithms.torch._common import continuous_actions as _continuous_actions
 from parl_core.torch.device import to_device as _to_device
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
            "value_range", "categorical_sample", "rand", "randint", "where",
-           "obs_batch", "column", "discrete_actions", "adam", "step", "info_scalar", "shape_error"]
+           "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
+           "freeze", "frozen", "info_mean", "info_zero", "adam", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -131,6 +137,30 @@ def where(condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     return torch.where(condition, x, y)
 
 
+def continuous_actions(action: Any, batch: int, algo: str) -> torch.Tensor:
+    """float32 ``[B, act_dim]`` continuous actions; ``ValueError`` naming the fix for indices or a wrong shape."""
+    return _continuous_actions(action, batch, None, algo)
+
+
+def freeze(params: Iterable[torch.Tensor]) -> None:
+    """Let ``params`` take no gradient from now on (a target network's)."""
+    for param in params:
+        param.requires_grad_(False)
+
+
+@contextlib.contextmanager
+def frozen(params: list[torch.Tensor]) -> Iterator[None]:
+    """Within the block ``params`` take no gradient; their own flags come back after it."""
+    flags = [p.requires_grad for p in params]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in zip(params, flags, strict=True):
+            p.requires_grad_(flag)
+
+
 def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> torch.optim.Adam:
     """Adam (fused where the device has it); ``max_grad_norm`` is applied by :func:`step` (the global L2 norm)."""
     del max_grad_norm  # torch clips in step(); paddle's optimizer carries its clip
@@ -149,6 +179,16 @@ def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: fl
 def info_scalar(value: torch.Tensor) -> torch.Tensor:
     """A diagnostic for ``last_info``: the detached 0-d tensor, read to the host only when ``last_info`` is read."""
     return value.detach()
+
+
+def info_mean(value: torch.Tensor) -> Any:
+    """A diagnostic for ``last_info``: the mean of ``value``, computed only when ``last_info`` is read."""
+    return functools.partial(torch.mean, value.detach())
+
+
+def info_zero(device: Any) -> torch.Tensor:
+    """The zero diagnostic on ``device`` (a 0-d tensor, as :func:`info_scalar` returns)."""
+    return torch.zeros((), device=device)
 
 
 def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
