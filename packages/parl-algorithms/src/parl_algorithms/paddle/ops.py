@@ -31,13 +31,14 @@ from parl_algorithms.paddle._common import (
 )
 from parl_algorithms.paddle._common import continuous_actions as _continuous_actions
 from parl_algorithms.paddle._common import optimizer_parameters as optimizer_params
+from parl_algorithms.paddle._common import set_lr as _set_lr
 from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
            "value_range", "categorical_sample", "rand", "randint", "where",
            "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
-           "freeze", "frozen", "info_mean", "info_zero", "adam", "step", "info_scalar", "shape_error"]
+           "freeze", "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -164,6 +165,11 @@ def frozen(params: list[paddle.Tensor]) -> Iterator[None]:
 def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None = None) -> paddle.optimizer.Adam:
     """``paddle.optimizer.Adam``; with ``max_grad_norm`` it clips the gradients' global L2 norm in each step."""
     return _adam(params, lr=lr, eps=eps, max_grad_norm=max_grad_norm)
+
+
+def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
+    """Set the learning rate of every parameter group for the next steps."""
+    _set_lr(optimizer, lr)
 
 
 def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor, max_grad_norm: float | None = None) -> None:

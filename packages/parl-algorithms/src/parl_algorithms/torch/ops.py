@@ -39,7 +39,7 @@ __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros
            "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
            "value_range", "categorical_sample", "rand", "randint", "where",
            "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
-           "freeze", "frozen", "info_mean", "info_zero", "adam", "step", "info_scalar", "shape_error"]
+           "freeze", "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -165,6 +165,12 @@ def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None 
     """Adam (fused where the device has it); ``max_grad_norm`` is applied by :func:`step` (the global L2 norm)."""
     del max_grad_norm  # torch clips in step(); paddle's optimizer carries its clip
     return _adam(params, lr=lr, eps=eps)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set the learning rate of every parameter group for the next steps."""
+    for group in optimizer.param_groups:
+        group["lr"] = float(lr)
 
 
 def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None) -> None:
