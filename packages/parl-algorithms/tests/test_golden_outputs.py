@@ -5,7 +5,8 @@ The goldens were recorded on the two-tree code (one ``torch/`` and one ``paddle/
 each algorithm was rewritten as one module; a rewrite must leave them bit-identical. A golden changes only
 with a deliberate change of behaviour, recorded here (``python golden/record.py``) with the reason:
 
-- (none yet)
+- PPO: one check of continuous actions on both backends (their width must be the policy's ``act_dim``; paddle
+  took any width). No golden changed: the goldens' batches fit.
 """
 
 import importlib.util

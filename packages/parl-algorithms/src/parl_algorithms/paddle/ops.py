@@ -34,11 +34,11 @@ from parl_algorithms.paddle._common import optimizer_parameters as optimizer_par
 from parl_algorithms.paddle._common import set_lr as _set_lr
 from parl_algorithms.paddle._common import step as _step
 
-__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
-           "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
-           "value_range", "categorical_sample", "rand", "randint", "where",
-           "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
-           "freeze", "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "shape_error"]
+__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
+           "functional", "to_device", "as_float", "as_int64", "take_along_axis", "value_range",
+           "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
+           "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
+           "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -133,14 +133,19 @@ def randint(high: int, shape: Sequence[int], like: paddle.Tensor) -> paddle.Tens
     return paddle.randint(0, high, list(shape), dtype="int64")
 
 
+def randn_like(x: paddle.Tensor) -> paddle.Tensor:
+    """Standard normal draws of ``x``'s shape and dtype (paddle's global generator)."""
+    return paddle.randn(x.shape, dtype=x.dtype)
+
+
 def where(condition: paddle.Tensor, x: paddle.Tensor, y: paddle.Tensor) -> paddle.Tensor:
     """``x`` where ``condition`` holds, else ``y`` (``paddle.where``)."""
     return paddle.where(condition, x, y)
 
 
-def continuous_actions(action: Any, batch: int, algo: str) -> paddle.Tensor:
+def continuous_actions(action: Any, batch: int, algo: str, act_dim: int | None = None) -> paddle.Tensor:
     """float32 ``[B, act_dim]`` continuous actions; ``ValueError`` naming the fix for indices or a wrong shape."""
-    return _continuous_actions(action, batch, algo)
+    return _continuous_actions(action, batch, algo, act_dim)
 
 
 def freeze(params: Iterable[paddle.Tensor]) -> None:
@@ -192,6 +197,11 @@ def info_zero(device: Any) -> float:
     """The zero diagnostic (a host float, as :func:`info_scalar` returns)."""
     del device
     return 0.0
+
+
+def host_floats(*values: paddle.Tensor) -> tuple[float, ...]:
+    """The values of one-element tensors as Python floats."""
+    return tuple(host_float(v) for v in values)
 
 
 def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.distributions import Categorical
 
 from parl_algorithms.torch import functional as _functional
 from parl_algorithms.torch._common import (
@@ -35,11 +34,11 @@ from parl_algorithms.torch._common import adam as _adam
 from parl_algorithms.torch._common import continuous_actions as _continuous_actions
 from parl_core.torch.device import to_device as _to_device
 
-__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter",
-           "Tensor", "F", "functional", "to_device", "as_float", "as_int64", "take_along_axis",
-           "value_range", "categorical_sample", "rand", "randint", "where",
-           "obs_batch", "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params",
-           "freeze", "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "shape_error"]
+__all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
+           "functional", "to_device", "as_float", "as_int64", "take_along_axis", "value_range",
+           "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
+           "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
+           "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -118,8 +117,10 @@ def value_range(x: torch.Tensor) -> tuple[int, int]:
 
 
 def categorical_sample(probs: torch.Tensor) -> torch.Tensor:
-    """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (torch's global generator)."""
-    return Categorical(probs=probs).sample()
+    """int64 indices ``probs.shape[:-1]`` drawn from the rows of ``probs`` (``torch.multinomial``'s draws)."""
+    if probs.ndim == 2:
+        return _functional.categorical_sample(probs)
+    return _functional.categorical_sample(probs.reshape(-1, probs.shape[-1])).reshape(probs.shape[:-1])
 
 
 def rand(shape: Sequence[int], like: torch.Tensor) -> torch.Tensor:
@@ -132,14 +133,19 @@ def randint(high: int, shape: Sequence[int], like: torch.Tensor) -> torch.Tensor
     return torch.randint(high, tuple(shape), device=like.device)
 
 
+def randn_like(x: torch.Tensor) -> torch.Tensor:
+    """Standard normal draws of ``x``'s shape, dtype and device (torch's global generator)."""
+    return torch.randn_like(x)
+
+
 def where(condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``x`` where ``condition`` holds, else ``y`` (``torch.where``)."""
     return torch.where(condition, x, y)
 
 
-def continuous_actions(action: Any, batch: int, algo: str) -> torch.Tensor:
+def continuous_actions(action: Any, batch: int, algo: str, act_dim: int | None = None) -> torch.Tensor:
     """float32 ``[B, act_dim]`` continuous actions; ``ValueError`` naming the fix for indices or a wrong shape."""
-    return _continuous_actions(action, batch, None, algo)
+    return _continuous_actions(action, batch, act_dim, algo)
 
 
 def freeze(params: Iterable[torch.Tensor]) -> None:
@@ -195,6 +201,11 @@ def info_mean(value: torch.Tensor) -> Any:
 def info_zero(device: Any) -> torch.Tensor:
     """The zero diagnostic on ``device`` (a 0-d tensor, as :func:`info_scalar` returns)."""
     return torch.zeros((), device=device)
+
+
+def host_floats(*values: torch.Tensor) -> tuple[float, ...]:
+    """The values of one-element tensors as Python floats, in one device -> host copy."""
+    return tuple(torch.stack([v.detach().reshape(()) for v in values]).tolist())
 
 
 def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
