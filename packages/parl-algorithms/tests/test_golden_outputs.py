@@ -7,6 +7,13 @@ with a deliberate change of behaviour, recorded here (``python golden/record.py`
 
 - PPO: one check of continuous actions on both backends (their width must be the policy's ``act_dim``; paddle
   took any width). No golden changed: the goldens' batches fit.
+- SAC (and CQL, OAC, its subclasses): one temperature update on both backends, its own Adam optimizer
+  (``alpha_optimizer``, over ``log_alpha``) stepped after the actor's, the losses reading ``exp(log_alpha)`` on
+  the device (torch had ``log_alpha`` as a parameter group of the actor's optimizer, one backward for both;
+  paddle read the temperature back to the host after every step). Changed: the checkpoint entries of torch's
+  SAC-auto-alpha, CQL and CQL-lagrange-v2 (``alpha_optimizer`` added, as paddle's). Losses, weights, actions and
+  temperatures are bit-identical on both backends; checkpoints and pickles of the two-tree code still load
+  (``test_checkpoints_and_pickles_of_the_two_tree_code_load``).
 """
 
 import importlib.util

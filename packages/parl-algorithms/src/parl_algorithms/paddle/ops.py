@@ -35,7 +35,7 @@ from parl_algorithms.paddle._common import set_lr as _set_lr
 from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
-           "functional", "to_device", "as_float", "as_int64", "take_along_axis", "value_range",
+           "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
            "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
            "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
            "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
@@ -88,6 +88,12 @@ def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
     """``values`` unchanged: paddle computes on its process-wide device, and the checks convert numpy arrays."""
     del device
     return values
+
+
+def scalar(value: float, device: Any, requires_grad: bool = False) -> paddle.Tensor:
+    """A float32 0-d tensor on paddle's device (a learned scalar such as SAC's ``log_alpha`` when ``requires_grad``)."""
+    del device
+    return paddle.to_tensor(value, dtype="float32", stop_gradient=not requires_grad)
 
 
 def as_float(value: Any, name: str) -> paddle.Tensor:

@@ -35,7 +35,7 @@ from parl_algorithms.torch._common import continuous_actions as _continuous_acti
 from parl_core.torch.device import to_device as _to_device
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
-           "functional", "to_device", "as_float", "as_int64", "take_along_axis", "value_range",
+           "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
            "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
            "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
            "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
@@ -91,6 +91,11 @@ def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
     if device is None:
         return values
     return tuple(_to_device(v, device) for v in values)
+
+
+def scalar(value: float, device: Any, requires_grad: bool = False) -> torch.Tensor:
+    """A float32 0-d tensor on ``device`` (a learned scalar such as SAC's ``log_alpha`` when ``requires_grad``)."""
+    return torch.tensor(value, device=device, requires_grad=requires_grad)
 
 
 def as_float(value: Any, name: str) -> torch.Tensor:
@@ -188,9 +193,9 @@ def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: fl
     optimizer.step()
 
 
-def info_scalar(value: torch.Tensor) -> torch.Tensor:
-    """A diagnostic for ``last_info``: the detached 0-d tensor, read to the host only when ``last_info`` is read."""
-    return value.detach()
+def info_scalar(value: torch.Tensor | float) -> torch.Tensor | float:
+    """A diagnostic for ``last_info``: a detached 0-d tensor, read to the host only when ``last_info`` is read."""
+    return value.detach() if isinstance(value, torch.Tensor) else value
 
 
 def info_mean(value: torch.Tensor) -> Any:
