@@ -166,12 +166,15 @@ class SAC(OffPolicyActorCritic):
                 target_entropy = -float(action.shape[1]) if self.target_entropy is None else self.target_entropy
                 ops.step(self.alpha_optimizer, -(self.log_alpha * (log_prob.detach() + target_entropy)).mean())
             self.sync_target()
-            self.last_info = {"train/critic_loss": ops.info_scalar(critic_loss),
-                              "train/actor_loss": ops.info_scalar(actor_loss),
-                              "train/alpha": ops.info_scalar(self._temperature()),
-                              "train/entropy": ops.info_mean(-log_prob.detach()),
-                              "train/q_mean": ops.info_mean(q1)}
+            self.last_info = self._diagnostics(critic_loss, actor_loss, log_prob, q1)
             return critic_loss, actor_loss
         except (ValueError, RuntimeError) as err:
             ops.shape_error(self, "learn", err, args)
             raise
+
+    def _diagnostics(self, critic_loss: Any, actor_loss: Any, log_prob: Any, q1: Any) -> dict[str, Any]:
+        """``last_info`` of a ``learn`` call (tensors the backend reads to the host when it reads them)."""
+        ops = self.ops
+        return {"train/critic_loss": ops.info_scalar(critic_loss), "train/actor_loss": ops.info_scalar(actor_loss),
+                "train/alpha": ops.info_scalar(self._temperature()), "train/entropy": ops.info_mean(-log_prob.detach()),
+                "train/q_mean": ops.info_mean(q1)}

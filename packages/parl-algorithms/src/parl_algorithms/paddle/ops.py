@@ -36,7 +36,7 @@ from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
            "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
-           "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
+           "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch", "column",
            "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
            "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
 
@@ -142,6 +142,12 @@ def randint(high: int, shape: Sequence[int], like: paddle.Tensor) -> paddle.Tens
 def randn_like(x: paddle.Tensor) -> paddle.Tensor:
     """Standard normal draws of ``x``'s shape and dtype (paddle's global generator)."""
     return paddle.randn(x.shape, dtype=x.dtype)
+
+
+def uniform(shape: Sequence[int], low: float, high: float, like: paddle.Tensor) -> paddle.Tensor:
+    """float32 uniform draws in ``[low, high)`` of ``shape`` on paddle's device (paddle's global generator)."""
+    del like
+    return paddle.uniform(list(shape), dtype="float32", min=low, max=high)
 
 
 def where(condition: paddle.Tensor, x: paddle.Tensor, y: paddle.Tensor) -> paddle.Tensor:

@@ -36,7 +36,7 @@ from parl_core.torch.device import to_device as _to_device
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
            "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
-           "categorical_sample", "rand", "randint", "randn_like", "where", "obs_batch", "column",
+           "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch", "column",
            "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
            "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
 
@@ -141,6 +141,11 @@ def randint(high: int, shape: Sequence[int], like: torch.Tensor) -> torch.Tensor
 def randn_like(x: torch.Tensor) -> torch.Tensor:
     """Standard normal draws of ``x``'s shape, dtype and device (torch's global generator)."""
     return torch.randn_like(x)
+
+
+def uniform(shape: Sequence[int], low: float, high: float, like: torch.Tensor) -> torch.Tensor:
+    """float32 uniform draws in ``[low, high)`` of ``shape`` on ``like``'s device (torch's global generator)."""
+    return torch.empty(*shape, device=like.device).uniform_(low, high)
 
 
 def where(condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
