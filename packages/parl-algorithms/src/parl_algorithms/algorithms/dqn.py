@@ -177,7 +177,13 @@ class DQN:
 
 class DDQN(DQN):
     """Double DQN: the online network picks the next action, the target network values it
-    (van Hasselt et al. 2016). Same API and arguments as :class:`DQN`."""
+    (van Hasselt et al. 2016, "Deep Reinforcement Learning with Double Q-learning"). Same API, arguments,
+    shapes and dtypes as :class:`DQN`.
+
+    Raises:
+        TypeError: the model is not a ``parl.Model`` of the class's framework.
+        ValueError: the model lacks ``forward``, or a hyperparameter is missing / out of range.
+    """
 
     double_q = True
 
