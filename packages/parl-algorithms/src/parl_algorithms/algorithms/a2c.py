@@ -36,10 +36,8 @@ class A2C:
             call, as PARL).
         max_grad_norm: global gradient-norm clip (PARL: 40); ``None`` does not clip.
         reduction: ``"sum"`` (PARL) or ``"mean"``.
-        device: torch: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``, where the models, optimizer state
-            and every tensor of the algorithm live, default CUDA when available (PARL's rule); paddle: ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), paddle's device (set process-wide with ``paddle.set_device``),
-            default paddle's own (the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Raises:
         TypeError: the model is not a ``parl.Model`` of the class's framework.

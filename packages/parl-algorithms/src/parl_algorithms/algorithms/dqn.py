@@ -24,10 +24,8 @@ class DQN:
         lr: Adam learning rate > 0 (required).
         loss_type: ``"mse"`` (PARL) or ``"huber"`` (smooth L1, as in the Nature paper and SB3).
         max_grad_norm: clip the global gradient norm to this value; ``None`` (PARL) does not clip.
-        device: torch: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``, where the models, optimizer state
-            and every tensor of the algorithm live, default CUDA when available (PARL's rule); paddle: ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), paddle's device (set process-wide with ``paddle.set_device``),
-            default paddle's own (the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         last_info: diagnostics of the last ``learn`` call: ``train/q_mean``, ``train/target_mean``.

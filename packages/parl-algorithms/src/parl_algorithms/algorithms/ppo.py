@@ -37,10 +37,8 @@ class PPO:
         continuous_action: Gaussian policy over a Box action space (``True``) or categorical (``False``).
         target_kl: if set, a ``learn`` call whose approximate KL before the step exceeds it skips the
             update and sets ``kl_exceeded`` so the caller can end the epoch loop (SB3's ``target_kl``).
-        device: torch: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``, where the models, optimizer state
-            and every tensor of the algorithm live, default CUDA when available (PARL's rule); paddle: ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), paddle's device (set process-wide with ``paddle.set_device``),
-            default paddle's own (the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         last_info: ``{"train/value_loss", "train/action_loss", "train/entropy", "train/approx_kl",

@@ -34,10 +34,8 @@ class SAC(OffPolicyActorCritic):
             (Haarnoja et al. 2018, section 5).
         target_entropy: defaults to ``-act_dim`` (nats).
         alpha_lr: Adam learning rate of ``log_alpha`` (> 0); defaults to ``actor_lr``.
-        device: torch: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``, where the models, optimizer state
-            and every tensor of the algorithm live, default CUDA when available (PARL's rule); paddle: ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), paddle's device (set process-wide with ``paddle.set_device``),
-            default paddle's own (the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         alpha: the current temperature (a float; with tuning ``exp(log_alpha)``, read from the device on access).

@@ -26,10 +26,8 @@ class TD3(DeterministicActorCritic):
         policy_noise: std of the target-policy smoothing noise (in normalised action units).
         noise_clip: clip of that noise.
         policy_freq: one actor / target update every ``policy_freq`` critic updates.
-        device: torch: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``, where the models, optimizer state
-            and every tensor of the algorithm live, default CUDA when available (PARL's rule); paddle: ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), paddle's device (set process-wide with ``paddle.set_device``),
-            default paddle's own (the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         total_it: number of ``learn`` calls (saved in checkpoints, so a restored agent keeps the delay phase).
