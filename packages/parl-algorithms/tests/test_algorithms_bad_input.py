@@ -143,3 +143,23 @@ def test_acting_methods_name_the_rejected_obs_shape(build, method, M):
     out = getattr(alg, method)(z(4, OBS_DIM))
     out = out[0] if isinstance(out, tuple) else out
     assert tuple(out.shape)[0] == 4
+
+
+def test_ppo_continuous_actions_of_another_act_dim(M):
+    # one check on both backends (paddle's PPO once took any width and failed inside the Gaussian log-prob)
+    alg = M.algs.PPO(M.PPOGaussianModel(), continuous_action=True)
+    with pytest.raises(ValueError, match=rf"action must be float32 \[B=4, act_dim={ACT_DIM}\]"):
+        alg.learn(z(4, OBS_DIM), z(4, ACT_DIM + 1), z(4), z(4), z(4), z(4))
+
+
+@pytest.mark.parametrize("build", [
+    lambda M: M.algs.DQN(M.QModel(), gamma=0.9, lr=1e-3),
+    lambda M: M.algs.A2C(M.DiscreteACModel(), vf_loss_coeff=0.5),
+    lambda M: M.algs.PPO(M.DiscreteACModel()),
+    lambda M: M.algs.DDPG(M.DeterministicACModel(), gamma=0.9, tau=0.1, actor_lr=1e-3, critic_lr=1e-3),
+])
+def test_one_unbatched_observation_on_both_backends(build, M):
+    # PARL code passes one observation [obs_dim]: the algorithms written once take it on both backends
+    alg = build(M)
+    assert tuple(alg.predict(z(OBS_DIM)).shape) == tuple(alg.predict(z(1, OBS_DIM)).shape)[1:]
+    alg.sample(z(OBS_DIM))

@@ -127,16 +127,17 @@ def discrete_actions(action: Any, batch: int, num_actions: int, algo: str) -> pa
     return tensor
 
 
-def continuous_actions(action: Any, batch: int, algo: str) -> paddle.Tensor:
-    """float32 ``[B, act_dim]`` continuous actions.
+def continuous_actions(action: Any, batch: int, algo: str, act_dim: int | None = None) -> paddle.Tensor:
+    """float32 ``[B, act_dim]`` continuous actions (``act_dim`` checked when given).
 
     Raises:
         ValueError: the actions are a vector of indices (a Discrete action space) or the shape does not fit.
     """
     tensor = as_float(action, "action")
-    if tensor.ndim != 2 or tensor.shape[0] != batch:
-        raise ValueError(f"{algo} is for continuous (Box) action spaces: action must be float32 [B={batch}, "
-                         f"act_dim], got {tuple(tensor.shape)}; for a Discrete action space use DQN, A2C or PPO "
+    if tensor.ndim != 2 or tensor.shape[0] != batch or (act_dim is not None and tensor.shape[1] != act_dim):
+        expected = f"[B={batch}, act_dim{'=' + str(act_dim) if act_dim is not None else ''}]"
+        raise ValueError(f"{algo} is for continuous (Box) action spaces: action must be float32 {expected}, got "
+                         f"{tuple(tensor.shape)}; for a Discrete action space use DQN, A2C or PPO "
                          "(continuous_action=False)")
     return tensor
 

@@ -1,0 +1,124 @@
+"""Golden outputs of the algorithms: fixed seeds, a small model, a few ``learn`` calls on fixed random batches.
+
+``run_case(backend, name)`` returns, for one case on one backend, everything the update sequence produced:
+the losses of each ``learn`` call, a digest (sha256 of the float32 bytes) and the sum of every final weight,
+``predict`` and ``sample`` outputs on fixed observations, the checkpoint's entry names (a checkpoint written
+today must load) and SAC's temperature. ``golden/record.py`` writes them to ``golden/<backend>.json``;
+``test_golden_outputs.py`` recomputes them and compares bit for bit, so a refactoring of an algorithm that
+changes one rounding anywhere fails.
+
+Everything runs on the CPU with one torch thread: the digests are of this machine's CPU kernels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+from algo_models import NUM_ACTIONS, OBS_DIM, models, ppo_batch, transition
+
+B, STEPS = 16, 3
+OFF = dict(gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3)
+
+
+def _pg_batch(rng):
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=B).astype(np.float32))
+
+
+def _a2c_batch(rng):
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=B).astype(np.float32), rng.normal(size=B).astype(np.float32))
+
+
+def _transition(rng, discrete):
+    return transition(rng, discrete, B, action_bound=0.99)
+
+
+# name -> (model class name, build the algorithm on (models namespace, model), a learn batch from a Generator)
+CASES: dict[str, tuple[str, Any, Any]] = {
+    "PolicyGradient": ("PGModel", lambda M, m, d: M.algs.PolicyGradient(m, lr=1e-2, device=d), _pg_batch),
+    "DQN": ("QModel", lambda M, m, d: M.algs.DQN(m, gamma=0.99, lr=1e-2, device=d), lambda r: _transition(r, True)),
+    "DDQN": ("QModel", lambda M, m, d: M.algs.DDQN(m, gamma=0.99, lr=1e-2, loss_type="huber", device=d),
+             lambda r: _transition(r, True)),
+    "DQN-clipped": ("QModel", lambda M, m, d: M.algs.DQN(m, gamma=0.99, lr=1e-2, max_grad_norm=0.1, device=d),
+                    lambda r: _transition(r, True)),
+    "A2C": ("DiscreteACModel", lambda M, m, d: _a2c(M, m, d), _a2c_batch),
+    "PPO-discrete": ("DiscreteACModel", lambda M, m, d: M.algs.PPO(m, initial_lr=1e-2, device=d),
+                     lambda r: ppo_batch(r, True, B, logprob_shift=-1.5)),
+    "PPO-continuous": ("PPOGaussianModel",
+                       lambda M, m, d: M.algs.PPO(m, initial_lr=1e-2, continuous_action=True, device=d),
+                       lambda r: ppo_batch(r, False, B, logprob_shift=-1.5)),
+    "DDPG": ("DeterministicACModel", lambda M, m, d: M.algs.DDPG(m, **OFF, device=d), lambda r: _transition(r, False)),
+    "TD3": ("TwinCriticModel", lambda M, m, d: M.algs.TD3(m, **OFF, device=d), lambda r: _transition(r, False)),
+    "SAC": ("SACModel", lambda M, m, d: M.algs.SAC(m, alpha=0.2, **OFF, device=d), lambda r: _transition(r, False)),
+    "SAC-auto-alpha": ("SACModel", lambda M, m, d: M.algs.SAC(m, with_automatic_entropy_tuning=True, **OFF, device=d),
+                       lambda r: _transition(r, False)),
+    "CQL": ("SACModel", lambda M, m, d: M.algs.CQL(m, policy_eval_start=2, num_random=3, **OFF, device=d),
+            lambda r: _transition(r, False)),
+    "CQL-lagrange-v2": ("SACModel", lambda M, m, d: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
+                                                               **OFF, device=d),
+                        lambda r: _transition(r, False)),
+}
+
+
+def _a2c(M, model, device):
+    """PARL's two A2C constructors: torch ``A2C(model, config)``, paddle ``A2C(model, vf_loss_coeff)``."""
+    if M.ops.name == "torch":
+        return M.algs.A2C(model, {"vf_loss_coeff": 0.5, "learning_rate": 1e-2}, device=device)
+    return M.algs.A2C(model, vf_loss_coeff=0.5, learning_rate=1e-2, device=device)
+
+
+def digest(array: np.ndarray) -> str:
+    """sha256 of the array's dtype, shape and bytes (the first 16 hex digits)."""
+    array = np.ascontiguousarray(array)
+    head = f"{array.dtype.str}{array.shape}".encode()
+    return hashlib.sha256(head + array.tobytes()).hexdigest()[:16]
+
+
+def _numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _flat(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _flat(item)]
+    return [out]
+
+
+def _arrays(out: Any) -> list[dict[str, Any]]:
+    return [{"digest": digest(a), "sum": float(np.asarray(a, dtype=np.float64).sum())}
+            for a in (_numpy(x) for x in _flat(out))]
+
+
+def run_case(backend: str, name: str) -> dict[str, Any]:
+    """The golden record of case ``name`` on ``backend`` (see the module docstring)."""
+    M = models(backend)
+    model_cls, build, batch = CASES[name]
+    M.ops.seed(0)
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+    model = getattr(M, model_cls)()
+    alg = build(M, model, "cpu")
+    agent = M.Agent(alg)
+    M.ops.seed(1)
+    rng = np.random.default_rng(0)
+    losses = [[float(_numpy(x)) for x in _flat(agent.learn(*batch(rng)))] for _ in range(STEPS)]
+    weights = {f"{key}.{param}": {"digest": digest(value), "sum": float(value.astype(np.float64).sum())}
+               for key, params in sorted(alg.get_all_weights().items()) for param, value in sorted(params.items())}
+    obs = np.random.default_rng(2).normal(size=(5, OBS_DIM)).astype(np.float32)
+    predict = _arrays(alg.predict(obs))
+    M.ops.seed(3)
+    sample = _arrays(alg.sample(obs))
+    record = {"losses": losses, "weights": weights, "predict": predict, "sample": sample,
+              "checkpoint": sorted(alg.state_dict())}
+    if name.startswith("SAC") or name.startswith("CQL"):
+        record["alpha"] = float(alg.alpha)
+    return record
