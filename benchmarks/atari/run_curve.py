@@ -136,6 +136,7 @@ def main() -> int:
     if args.poll_s <= 0:
         parser.error(f"--poll-s must be > 0, got {args.poll_s}")
     start_utc = dt.datetime.now(dt.timezone.utc)
+    tree_commit = commit()  # the code that runs: read before the command starts (the tree may change meanwhile)
     start = time.monotonic()
     # SIGINT back to its default in the command: a shell starts background jobs with SIGINT ignored, and Python keeps
     # an ignored SIGINT ignored (no KeyboardInterrupt), so the SIGINT passed on below would do nothing
@@ -160,7 +161,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             continue
     record = {
-        "command": portable(command), "commit": commit(),
+        "command": portable(command), "commit": tree_commit,
         "start_utc": start_utc.isoformat(timespec="seconds"),
         "end_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(time.monotonic() - start, 1), "returncode": returncode,

@@ -66,7 +66,10 @@ ROWS: tuple[Row, ...] = (
         parl_points=((2e6, -18.0), (4e6, 3.0), (5e6, 15.0)),
         parl_hardware="1 learner on a P40 GPU, 32 actors on 32 CPUs",
         target="mean of the last 100 games >= 18 within 8M agent steps and 90 minutes",
-        series=(Series("ours, lr 1e-3, learner batch 400 (--lr 1e-3)", "examples/impala/results/pong-lr1e-3"),)),
+        series=(Series("ours, lr 1e-3, learner batch 400 (--lr 1e-3)", "examples/impala/results/pong-lr1e-3"),
+                Series("ours, lr 1e-3, learner batch 800 (--lr 1e-3 --train-batch-size 800)",
+                       "examples/impala/results/pong-lr1e-3-batch800"),
+                Series("PARL's impala_config.py (--config parl)", "examples/impala/results/pong-parl-config"))),
 )
 
 #: Rows of the reproduction plan that have no committed run yet (listed on the page as such).
@@ -168,7 +171,7 @@ def ended(run: Run) -> str:
     if code == 0 and not run.summary.get("interrupted"):
         text = "budget spent" if not run.summary.get("reached") else "target reached"
     elif code == 0 or code in (-2, -15):
-        resumable = (run.path / "checkpoint.pt").is_file() or run.summary.get("resumed") is not None
+        resumable = (run.path / "checkpoint.pt").is_file()
         text = "stopped" + (" (goes on with --resume)" if resumable else "")
     else:
         text = f"exit status {code}"
