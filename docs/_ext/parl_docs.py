@@ -61,7 +61,7 @@ PUBLIC_MODULES: dict[str, list[str]] = {
     "evokit": ["evokit", "evokit.solvers", "evokit.optimizers", "evokit.noise", "evokit.models"],
 }
 # Names in __all__ that are documented as modules of their own (autodoc does not document a module as a member).
-MODULE_MEMBERS = {"parl_core.utils.atomic", "parl_core.utils.logger", "parl_core.utils.summary"}
+MODULE_MEMBERS = {"parl_core.utils.atomic", "parl_core.utils.logger", "parl_core.utils.run", "parl_core.utils.summary"}
 CHECKED_KINDS = {"module", "class", "exception", "function", "method", "property", "classmethod", "staticmethod"}
 
 _BLOCK = re.compile(r"^```\{readme\}[ \t]+(?P<path>\S+)[ \t]*\n(?P<opts>(?::[a-z-]+:.*\n)*)```[ \t]*$", re.M)

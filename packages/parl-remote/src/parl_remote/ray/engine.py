@@ -98,15 +98,21 @@ def _check_reachable(target: str) -> None:
         ) from None
 
 
+# What Ray Client's proxy answers when the server it starts for a client failed to start (on a loaded head: seen on a
+# 2-core machine, the next try succeeding): its own message, or its traceback through start_specific_server (the
+# server process already a zombie when the proxy read its command line)
+_SERVER_START_FAILED = ("Starting Ray client server failed", "start_specific_server")
+
+
 def _init(ray: Any, target: str, forward_output: bool, runtime_env: dict) -> None:
     """``ray.init``, tried twice for Ray Client: its proxy starts a server per client and, on a loaded head, may
-    report that start as failed once (seen on a 2-core machine), though the next try succeeds."""
+    report that start as failed once, though the next try succeeds."""
     for attempt in range(2):
         try:
             ray.init(address=target, log_to_driver=forward_output, runtime_env=runtime_env)
             return
         except (ConnectionError, RuntimeError) as exc:
-            if attempt or "Starting Ray client server failed" not in str(exc):
+            if attempt or not any(text in str(exc) for text in _SERVER_START_FAILED):
                 raise ConnectionError(str(exc)) from exc
             logger.info("Ray Client's server did not start at the first try; trying again")
 
