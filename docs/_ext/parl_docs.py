@@ -165,9 +165,13 @@ def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
 
 
 def curve_runs() -> dict[str, list[pathlib.Path]]:
-    """``<example>-<run>`` -> the ``curve.csv`` of each seed, for every results folder of the examples."""
+    """``<example>-<run>`` -> the ``curve.csv`` of each seed, for every results folder of the examples (but the
+    runs recorded by ``benchmarks/atari/run_curve.py``, a ``run.json`` beside the curve: the Results page draws
+    those, ``atari_results.py``)."""
     runs: dict[str, list[pathlib.Path]] = {}
     for csv in sorted(ROOT.glob("examples/*/results/*/seed*/curve.csv")):
+        if (csv.parent / "run.json").is_file():
+            continue
         run_dir = csv.parent.parent
         runs.setdefault(f"{run_dir.parents[1].name}-{run_dir.name}", []).append(csv)
     return runs
@@ -182,7 +186,6 @@ CURVE_AXES = (
     # offline examples (cql, iql, dt): no env steps while learning
     ("gradient_steps", "eval_return_mean", "gradient steps", "evaluation return (mean)"),
     ("meta_updates", "test_mse", "meta-updates", "test MSE (new tasks)"),  # examples/maml
-    ("env_steps", "episode_return", "env steps", "training game score"),  # examples/impala: a line per game
 )
 
 
