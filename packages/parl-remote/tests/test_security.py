@@ -137,7 +137,7 @@ def test_shm_sweep_removes_files_of_dead_senders(tmp_path):
     mine = shm.SHM_DIR / f"xparl-{os.getpid()}-cafecafe"
     mine.write_bytes(b"x")
     try:
-        assert shm.sweep() >= 1
+        shm.sweep()  # (its count is not checked: another test's cluster on this host may sweep the orphan first)
         assert not orphan.exists() and mine.exists()
         with pytest.raises(ValueError, match="refusing"):
             shm.restore(shm._ENTRY.pack(shm.KIND_SHM, b"../etc/passwd", 1), [])
