@@ -1,4 +1,5 @@
-"""PPO on gymnasium CartPole-v1 (discrete) or Pendulum-v1 (continuous) with parl.algorithms.PPO.
+"""PPO on gymnasium CartPole-v1 (discrete), Pendulum-v1 (continuous) or Atari (PARL's atari_config) with
+parl.algorithms.PPO.
 
 Algorithm box (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"):
 
@@ -15,6 +16,7 @@ Usage::
     python examples/ppo/train.py --backend paddle --seed 0 --logdir runs/ppo/paddle-seed0
     python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0
     python examples/ppo/train.py --env Pendulum-v1 --seed 0 --logdir runs/ppo/pendulum-s0
+    python examples/ppo/train.py --env PongNoFrameskip-v4 --seed 0 --total-steps 3000000   # EnvPool, Nature CNN
 
     # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
     python examples/ppo/train.py --seed 0 --logdir runs/ppo/cartpole-s0 --resume runs/ppo/cartpole-s0
@@ -24,6 +26,15 @@ tensorboard scalars (``train/*``, ``eval/return_mean``) and ``<logdir>/curve.csv
 ``wall_s``, ``train_return_mean`` = mean of the last 10 training episodes, ``eval_return_mean``, empty where that
 update has no evaluation), and ``<logdir>/checkpoint.npz`` (every ``--checkpoint-every`` minutes, on SIGTERM /
 Ctrl-C and at the end, between two updates: docs/long_runs.md).
+
+Atari (``<Game>NoFrameskip-v4``; ``pip install 'parl-core[envpool]'``): PARL's ``benchmark/torch/ppo/atari_config.py``
+and ``atari_model.py`` as written: 8 games stepped by EnvPool (``parl.env.EnvPoolAtari``: ``wrap_deepmind``'s 84x84
+grey frames, stack of 4, episodic life, clipped rewards), rollouts of 128 steps, 4 epochs of 4 minibatches, Adam lr
+2.5e-4 decayed linearly to 0, clip 0.1 (constant), entropy 0.01, value loss 0.5 (clipped), GAE 0.95, gamma 0.99;
+the Nature CNN (Mnih et al. 2015) with orthogonal init, its torso shared by the policy and value heads. There
+``train_return_mean`` is the mean of the last 100 whole games (unclipped), ``eval_return_mean`` the same at the
+end (``eval_source``: train_episodes), and a resumed run starts its games afresh (EnvPool's emulators are not in a
+checkpoint; everything else is). torch only.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from tqdm import tqdm
 
 import parl
 from parl.utils import Checkpointer, RunLog, add_run_args, compute_gae
+from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 
 # Per-env defaults (CartPole: the rl-baselines3-zoo PPO hyperparameters; PARL's value loss carries a 1/2, so
 # value_loss_coef=1.0 here equals SB3's vf_coef=0.5. Pendulum: tuned here).
@@ -52,7 +64,54 @@ CONFIGS = {
                         lr=1e-3, clip_param=0.2, entropy_coef=0.0, total_steps=200_000, target_return=-250.0,
                         eval_trigger=-400.0, reward_scale=0.1, hidden=64, value_loss_coef=0.5),
 }
+# Atari: PARL's benchmark/torch/ppo/atari_config.py (8 envs x 128 steps, 4 minibatches -> 256 steps each, 4 epochs)
+ATARI = dict(num_envs=8, n_steps=128, minibatch_size=256, epochs=4, gamma=0.99, gae_lambda=0.95, lr=2.5e-4,
+             clip_param=0.1, clip_decay=False, entropy_coef=0.01, total_steps=10_000_000, target_return=float("inf"),
+             eval_trigger=float("inf"), reward_scale=1.0, value_loss_coef=0.5, clipped_value_loss=True, atari=True,
+             recent_games=100, threads=2)
+CONFIGS["PongNoFrameskip-v4"] = dict(ATARI, target_return=20.0)
+CONFIGS["BreakoutNoFrameskip-v4"] = dict(ATARI)
 EVAL_EPISODES = 10
+
+
+def is_atari(env_id: str) -> bool:
+    return env_id.endswith("NoFrameskip-v4")
+
+
+def atari_model(num_actions: int):
+    """PARL's ``benchmark/torch/ppo/atari_model.py`` (the Nature CNN of Mnih et al. 2015) for stacked frames uint8
+    ``[B, 4, 84, 84]`` (pixels 0..255), with one torso for both heads: orthogonal init, gain sqrt(2) (the policy
+    head 0.01, the value head 1), zero biases. ``policy_and_value(obs)`` -> (logits float32 [B, A], value [B, 1])."""
+    from torch import nn
+
+    from parl_core.torch import Model  # torch whatever the backend (with paddle installed, PARL's default is paddle)
+
+    def init(layer, gain=np.sqrt(2)):
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+        return layer
+
+    class AtariActorCritic(Model):
+        def __init__(self):
+            super().__init__()
+            self.torso = nn.Sequential(init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
+                                       init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+                                       init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten(),
+                                       init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU())
+            self.pi = init(nn.Linear(512, num_actions), 0.01)
+            self.v = init(nn.Linear(512, 1), 1.0)
+
+        def policy_and_value(self, obs):
+            h = self.torso(obs / 255.0)
+            return self.pi(h), self.v(h)
+
+        def policy(self, obs):
+            return self.pi(self.torso(obs / 255.0))
+
+        def value(self, obs):
+            return self.v(self.torso(obs / 255.0))
+
+    return AtariActorCritic()
 
 
 @functools.cache
@@ -148,7 +207,8 @@ def evaluate(alg, env_id: str, seed: int, action_scale: float | None, ops) -> fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=("torch", "paddle"), default="torch", help="deep-learning framework")
-    parser.add_argument("--env", default="CartPole-v1", choices=sorted(CONFIGS))
+    parser.add_argument("--env", default="CartPole-v1", choices=sorted(CONFIGS),
+                        help="an env of CONFIGS; the Atari ones run on EnvPool (pip install 'parl-core[envpool]')")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
                         help="device of the learner: cpu, cuda, cuda:1  [default: cuda when available]")
@@ -159,27 +219,41 @@ def main() -> None:
     add_run_args(parser)
     args = parser.parse_args()
     cfg = dict(CONFIGS[args.env])
+    atari = cfg.get("atari", False)
+    if atari and args.backend != "torch":
+        parser.error(f"{args.env} runs PARL's torch Atari configuration: use --backend torch")
+    if atari and not envpool_available():
+        parser.error(INSTALL_HINT)
     total_steps = args.total_steps or cfg["total_steps"]
     target = cfg["target_return"] if args.target_return is None else args.target_return
     logdir = args.resume or args.logdir or os.path.join("runs", "ppo", f"{args.env}-seed{args.seed}")
     run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
+    if "threads" in cfg:  # the Nature CNN's convolutions use both cores
+        __import__("torch").set_num_threads(cfg["threads"])
     np.random.seed(args.seed)
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]
-    envs = make_envs(args.env, n)
+    # EnvPool resets a finished game in the same step (its final observation is not returned); gymnasium's vector
+    # envs on the NEXT step, whose transition is then masked out
+    envs = EnvPoolAtari(args.env, n, dim=84, num_threads=cfg["threads"], seed=args.seed) if atari \
+        else make_envs(args.env, n)
     continuous = isinstance(envs.single_action_space, gym.spaces.Box)
-    obs_dim = envs.single_observation_space.shape[0]
+    obs_shape = envs.single_observation_space.shape
     act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
     action_scale = float(envs.single_action_space.high[0]) if continuous else None
-    model = define_model(args.backend)(obs_dim, act_dim, continuous, cfg["hidden"])  # selects the backend first
+    if atari:
+        parl.set_backend("torch")
+        model = atari_model(act_dim)
+    else:
+        model = define_model(args.backend)(obs_shape[0], act_dim, continuous, cfg["hidden"])  # selects the backend
     alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
                               entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
-                              use_clipped_value_loss=False, norm_adv=True, continuous_action=continuous,
-                              device=args.device)
+                              use_clipped_value_loss=cfg.get("clipped_value_loss", False), norm_adv=True,
+                              continuous_action=continuous, device=args.device)
 
-    obs_buf = np.zeros((t_len, n, obs_dim), np.float32)
+    obs_buf = np.zeros((t_len, n, *obs_shape), envs.single_observation_space.dtype if atari else np.float32)
     act_buf = np.zeros((t_len, n, act_dim), np.float32) if continuous else np.zeros((t_len, n), np.int64)
     logp_buf = np.zeros((t_len, n), np.float32)
     val_buf = np.zeros((t_len, n), np.float32)
@@ -197,7 +271,7 @@ def main() -> None:
         raise SystemExit(f"--total-steps {total_steps} is less than one rollout of {args.env} (num_envs x n_steps = "
                          f"{n} x {t_len} = {n * t_len} env steps): give --total-steps {n * t_len} or more")
     ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
-    ckpt.register(alg=alg, envs=envs)
+    ckpt.register(alg=alg, **({} if atari else {"envs": envs}))  # EnvPool's emulators cannot be saved
     c = ckpt.track(obs=envs.reset(seed=args.seed)[0], ep_return=np.zeros(n), prev_done=np.zeros(n, bool), recent=[],
                    steps=0, updates=0, eval_mean=float("-inf"), reached=False, train_mean=float("nan"))
     ckpt.start()  # (a resumed run continues from its checkpoint: counters, envs, networks, optimizer, RNGs)
@@ -210,21 +284,27 @@ def main() -> None:
     while c.updates < num_updates and not c.reached:
         c.updates += 1
         frac = 1.0 - (c.updates - 1) / num_updates
-        lr, alg.clip_param = cfg["lr"] * frac, max(cfg["clip_param"] * frac, 1e-3)
+        lr = cfg["lr"] * frac
+        if cfg.get("clip_decay", True):
+            alg.clip_param = max(cfg["clip_param"] * frac, 1e-3)
         with ops.no_grad():
             for t in range(t_len):
                 value, action, logp, _ = alg.sample(ops.tensor(c.obs, "float32"))
                 # (the paddle PPO's action and log-prob have PARL's leading sample axis of 1: reshape drops it)
                 env_action = action.cpu().numpy().reshape(act_buf.shape[1:])
                 obs_buf[t], act_buf[t], logp_buf[t] = c.obs, env_action, logp.cpu().numpy().reshape(n)
-                val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], ~c.prev_done
+                val_buf[t], valid_buf[t] = value.cpu().numpy()[:, 0], True if atari else ~c.prev_done
                 if continuous:
                     env_action = np.clip(env_action, -1.0, 1.0) * action_scale
                 c.obs, reward, terminated, truncated, _ = envs.step(env_action)
+                if atari:  # a game cut at EnvPool's 100,000 steps ends too: its final observation is not returned
+                    terminated, truncated = terminated | truncated, np.zeros_like(truncated)
                 rew_buf[t], term_buf[t], trunc_buf[t] = reward * cfg["reward_scale"], terminated, truncated
                 c.ep_return += reward
                 c.prev_done = terminated | truncated
-                if c.prev_done.any():  # `obs` is the final observation; the env resets on the next step
+                if atari:  # whole games, unclipped (an episode of the learner ends at each lost life)
+                    c.recent.extend(r for r, _ in envs.next_episode_results())
+                elif c.prev_done.any():  # `obs` is the final observation; the env resets on the next step
                     c.recent.extend(c.ep_return[c.prev_done].tolist())
                     c.ep_return[c.prev_done] = 0.0
             last_value = alg.value(ops.tensor(c.obs, "float32")).cpu().numpy()[:, 0]
@@ -243,11 +323,12 @@ def main() -> None:
                 j = perm[i:i + mb]
                 alg.learn(*(ops.tensor(a[j]) for a in batch), lr=lr)
 
-        c.recent = c.recent[-10:]
+        c.recent = c.recent[-cfg.get("recent_games", 10):]
         c.train_mean = float(np.mean(c.recent)) if c.recent else float("nan")
         for key, value in alg.last_info.items():
             run.scalar(key, value, c.steps)
-        run.scalar("train/episode_return", c.train_mean, c.steps)
+        if c.recent:
+            run.scalar("train/episode_return", c.train_mean, c.steps)
         bar.update(n * t_len)
         bar.set_postfix(train_return=f"{c.train_mean:.1f}", eval=f"{c.eval_mean:.1f}")
         if not (c.recent and c.train_mean >= cfg["eval_trigger"]):
@@ -259,7 +340,10 @@ def main() -> None:
             c.reached = c.eval_mean >= target
         ckpt.maybe_save(c.steps)
     bar.close()
-    if not c.reached:
+    if atari:  # greedy Atari games take minutes: the last training games instead
+        c.eval_mean = c.train_mean
+        c.reached = c.eval_mean >= target
+    elif not c.reached:
         c.eval_mean = evaluate(alg, args.env, args.seed, action_scale, ops)
         run.scalar("eval/return_mean", c.eval_mean, c.steps)
         log_curve(c.eval_mean)
@@ -267,7 +351,8 @@ def main() -> None:
     run.close()
     result = run.write_summary({
         "device": str(alg.device), "env": args.env, "backend": args.backend, "seed": args.seed,
-        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES, "env_steps": c.steps,
+        "eval_return_mean": c.eval_mean, "eval_episodes": len(c.recent) if atari else EVAL_EPISODES,
+        "eval_source": "train_episodes" if atari else "greedy", "env_steps": c.steps,
         "wall_s": round(run.elapsed(), 3), "target_return": target, "reached": c.reached, "updates": c.updates})
     ckpt.finish(c.steps)
     print(json.dumps(result))

@@ -46,12 +46,13 @@ def _pool(env_id: str, num_envs: int, dim: int, **kwargs) -> EnvPoolAtari:
     return EnvPoolAtari(env_id, num_envs, dim=dim, noop_max=1, **kwargs)
 
 
-def test_pong_whole_game_equals_wrap_deepmind():
-    env, monitor = _deepmind("PongNoFrameskip-v4", 42)
-    pool = _pool("PongNoFrameskip-v4", 1, 42)
+@pytest.mark.parametrize("dim", [42, 84])  # IMPALA's frames; PPO's, A2C's and DQN's
+def test_pong_whole_game_equals_wrap_deepmind(dim):
+    env, monitor = _deepmind("PongNoFrameskip-v4", dim)
+    pool = _pool("PongNoFrameskip-v4", 1, dim)
     obs, _ = env.reset(seed=0)
     pool_obs, info = pool.reset()
-    assert pool_obs.shape == (1, 4, 42, 42) and pool_obs.dtype == np.uint8
+    assert pool_obs.shape == (1, 4, dim, dim) and pool_obs.dtype == np.uint8
     np.testing.assert_array_equal(pool_obs[0], obs)
     assert (pool_obs[0] == pool_obs[0, :1]).all()  # after a reset: 4 copies of one frame
     rng = np.random.default_rng(0)

@@ -250,3 +250,41 @@ def test_every_metric_in_the_readme_is_served(mclient):
         assert [x.strip("`") for x in labels.split(", ")] == list(listed[name][2] or ["-"]), name
         assert meaning
     assert {r[0].strip("`") for r in rows} == set(listed)  # and the README lists every one
+
+
+class MetricsAwareCluster(FakeCluster):
+    """A status client with the ``metrics=True`` option of ``parl_remote.ClusterClient``: its light reply has no
+    client or actor lists, their counts instead."""
+
+    def __init__(self, snapshot: dict) -> None:
+        super().__init__(snapshot)
+        self.asked: list[str] = []
+
+    def status(self, summary: bool = False, metrics: bool = False) -> dict:
+        self.asked.append("metrics" if metrics else "full")
+        snapshot = super().status()
+        if metrics:
+            alive = sum(a["state"] == "alive" for a in snapshot.pop("actors"))
+            snapshot["counts"].update(clients=len(snapshot.pop("clients")), actors_alive=alive, actors_unreachable=0)
+        return snapshot
+
+
+def test_scrapes_read_the_light_reply_and_reuse_a_fresh_page_snapshot():
+    now = [100.0]
+    fake = MetricsAwareCluster(full_status())
+    app = create_app({"CLIENT": fake, "CACHE_TTL_S": 1.0, "TESTING": True})
+    app.extensions["parl_monitor"]._clock = lambda: now[0]
+    client = app.test_client()
+    fams = families(client.get("/metrics").text)
+    assert fake.asked == ["metrics"]
+    assert (value(fams, "parl_actors_alive"), value(fams, "parl_clients"), value(fams, "parl_workers")) == (2, 2, 2)
+    client.get("/metrics")
+    assert fake.asked == ["metrics"]  # within CACHE_TTL_S: not asked again
+    now[0] += 2
+    client.get("/api/overview")  # a page reads the full snapshot ...
+    assert fake.asked == ["metrics", "full"]
+    assert value(families(client.get("/metrics").text), "parl_actors_alive") == 2
+    assert fake.asked == ["metrics", "full"]  # ... which the next scrape reuses while it is fresh
+    now[0] += 2
+    client.get("/metrics")
+    assert fake.asked == ["metrics", "full", "metrics"]

@@ -213,3 +213,29 @@ def test_browser_against_real_cluster(cluster, clients, browser, artifacts_dir):
     finally:
         assert stop_monitor_process(proc) is True
         assert proc.returncode is not None
+
+
+def test_metrics_from_the_light_reply_equal_those_from_the_full_snapshot(cluster, clients):
+    """``/metrics`` asks the master for its metrics reply (no client or actor lists); the figures it gives are those
+    the full snapshot gives."""
+    from parl_remote.cluster_client import ClusterClient
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from parl_monitor.metrics import _cluster_families
+
+    with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as cc:
+        light, full = cc.status(metrics=True), cc.status()
+    assert "actors" not in light and "clients" not in light and light["workers"] and light["process"]
+    assert {w["id"] for w in light["workers"]} == {w["id"] for w in full["workers"]}
+
+    def gauges(samples) -> dict:
+        stable = ("parl_workers", "parl_clients", "parl_cpus", "parl_cpus_used", "parl_actors_alive",
+                  "parl_worker_cpus", "parl_worker_cpus_used", "parl_worker_memory_total_bytes")
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for s in samples if s.name in stable}
+
+    from_full = gauges(s for f in _cluster_families(full) for s in f.samples)
+    app = create_app({"ADDRESS": cluster.address, "TOKEN": cluster.token, "CACHE_TTL_S": 0.0})
+    text = app.test_client().get("/metrics").get_data(as_text=True)
+    from_light = gauges(s for f in text_string_to_metric_families(text) for s in f.samples)
+    assert from_light == from_full and from_full[("parl_actors_alive", ())] == 3
+    app.extensions["parl_monitor"].close()

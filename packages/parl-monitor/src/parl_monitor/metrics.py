@@ -1,8 +1,8 @@
 """``/metrics``: the cluster's figures in the Prometheus text format, for Prometheus, Grafana and alerting.
 
-A custom collector (``ClusterCollector``) turns the latest status snapshot of the cluster (``MonitorState.status``:
-the same cached snapshot the pages read, so a scrape every second asks the master at most once per
-``CACHE_TTL_S``) into metric families at each scrape; nothing is kept in global metrics. Each app has its own
+A custom collector (``ClusterCollector``) turns the latest status of the cluster (``MonitorState.metrics_status``: the
+snapshot the pages read when a fresh one is cached, else the master's lighter metrics reply, without the client and
+actor lists; a scrape every second asks the master at most once per ``CACHE_TTL_S``) into metric families at each scrape; nothing is kept in global metrics. Each app has its own
 ``CollectorRegistry`` (``app.extensions["parl_monitor_metrics"]``) holding that collector and the monitor's own
 request-latency histogram. Importing this module registers nothing anywhere.
 
@@ -109,7 +109,7 @@ class ClusterCollector:
 
     def collect(self) -> Iterator[Metric]:
         try:
-            snapshot = self.state.status()
+            snapshot = self.state.metrics_status()
         except ClusterUnavailableError:
             yield _family("gauge", "parl_master_up", value=0)
             return
@@ -129,9 +129,13 @@ def _cluster_families(snapshot: dict) -> Iterator[Metric]:
     states: dict[str, int] = {}
     for actor in actors:
         states[actor.get("state")] = states.get(actor.get("state"), 0) + 1
+    if "actors" not in snapshot:  # the lighter metrics reply: the actors counted by the master
+        states = {"alive": int(_number(counts.get("actors_alive"))),
+                  "unreachable": int(_number(counts.get("actors_unreachable")))}
+    clients = len(snapshot["clients"]) if "clients" in snapshot else _number(counts.get("clients"))
     yield _family("gauge", "parl_workers", value=len(workers))
     yield _family("gauge", "parl_workers_unreachable", value=_number(counts.get("workers_unreachable")))
-    yield _family("gauge", "parl_clients", value=len(snapshot.get("clients") or []))
+    yield _family("gauge", "parl_clients", value=clients)
     yield _family("gauge", "parl_cpus", value=_number(cpus.get("total")))
     yield _family("gauge", "parl_cpus_used", value=_number(cpus.get("used")))
     yield _family("gauge", "parl_gpus",

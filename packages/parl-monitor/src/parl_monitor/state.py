@@ -9,6 +9,7 @@ actor, job or worker shows its new state as soon as the master reports it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -38,6 +39,16 @@ class StatusClient(Protocol):
 
     def actor_log(self, actor_id: str, offset: int = 0, max_bytes: int = 65536) -> tuple[bytes, int]:
         """Return ``(data, next_offset)`` of an actor's log, reading at most ``max_bytes`` from ``offset``."""
+
+
+def _metrics_read(client: StatusClient) -> object:
+    """``client.status(metrics=True)`` where its ``status`` takes that option (``parl_remote.ClusterClient``), else
+    ``client.status()``."""
+    try:
+        takes = "metrics" in inspect.signature(client.status).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        takes = False
+    return client.status(metrics=True) if takes else client.status()
 
 
 class ClusterUnavailableError(RuntimeError):
@@ -91,8 +102,7 @@ class MonitorState:
         self._clock = clock
         # One lock around every use of the client: a zmq socket must not be used from two threads at once.
         self._lock = threading.RLock()
-        self._snapshot: dict | None = None
-        self._snapshot_time = float("-inf")
+        self._cache: dict[str, tuple[dict, float]] = {}  # "status" / "metrics": (answer, time read)
         self._error: ClusterUnavailableError | None = None
         self._error_time = float("-inf")
         self._owns_client = client is None
@@ -117,8 +127,7 @@ class MonitorState:
             self._client = client
             self._owns_client = False
             self._error = None
-            self._snapshot = None
-            self._snapshot_time = float("-inf")
+            self._cache.clear()
 
     # -- status -----------------------------------------------------------------------------------------------
     def status(self, max_age_s: float | None = None) -> dict:
@@ -127,15 +136,36 @@ class MonitorState:
         Raises:
             ClusterUnavailableError: the cluster did not answer (the message says why and where).
         """
+        return self._read("status", max_age_s, lambda client: client.status())
+
+    def metrics_status(self) -> dict:
+        """What ``/metrics`` reads, no older than ``cache_ttl_s``: the snapshot of :meth:`status` when a fresh one is
+        at hand (a page read it), else the client's lighter ``status(metrics=True)`` (totals, counts, workers,
+        process; no client or actor lists: a fraction of the master's cost with many actors). A status client
+        without that option is asked for its whole snapshot.
+
+        Raises:
+            ClusterUnavailableError: the cluster did not answer (the message says why and where).
+        """
+        with self._lock:
+            cached = self._cache.get("status")
+            if cached is not None and self._clock() - cached[1] <= self.cache_ttl_s:
+                return cached[0]
+            return self._read("metrics", None, _metrics_read)
+
+    def _read(self, kind: str, max_age_s: float | None, ask: Callable[[StatusClient], object]) -> dict:
+        """``ask(client)``'s answer, reused while no older than ``max_age_s`` (default ``cache_ttl_s``); a failure
+        is one ``ClusterUnavailableError``, raised again without asking until ``max_age_s`` passes."""
         max_age = self.cache_ttl_s if max_age_s is None else max_age_s
         with self._lock:
             now = self._clock()
-            if self._snapshot is not None and now - self._snapshot_time <= max_age:
-                return self._snapshot
+            cached = self._cache.get(kind)
+            if cached is not None and now - cached[1] <= max_age:
+                return cached[0]
             if self._error is not None and now - self._error_time <= max_age:
                 raise self._error  # a down cluster is asked once per interval, not once per request
             try:
-                snapshot = self.client.status()
+                snapshot = ask(self.client)
             except Exception as exc:  # any transport failure becomes one clear error for the pages
                 self._error = ClusterUnavailableError(
                     f"cannot read the status of the cluster at {self.address or 'the given client'}: "
@@ -149,8 +179,7 @@ class MonitorState:
             if not isinstance(snapshot, dict):
                 raise ClusterUnavailableError(f"the cluster's status() returned {type(snapshot).__name__}, "
                                               "expected a dict (see ``StatusClient.status``)")
-            self._snapshot = snapshot
-            self._snapshot_time = now
+            self._cache[kind] = (snapshot, now)
             self._record(snapshot, now)
             return snapshot
 

@@ -34,7 +34,7 @@ class ClusterClient:
         signer = protocol.Signer(resolve_token(address, token))
         self._conn = MasterConnection(self._ctx, address, signer, token_source(address, token))
 
-    def status(self, summary: bool = False) -> dict:
+    def status(self, summary: bool = False, metrics: bool = False) -> dict:
         """The cluster's status, JSON-serialisable.
 
         Args:
@@ -42,6 +42,9 @@ class ClusterClient:
                 {total, used, vacant, ready}, "gpus", "counts": {workers, workers_unreachable, clients, actors_alive,
                 actors_unreachable, actors_dead_kept}, "gpu_workers": [{id, host, gpus, gpus_used}]}`` (``ready``:
                 vacant CPUs whose job process is up).
+            metrics: the summary's keys, and ``"process"`` (the master's CPU seconds, memory, descriptors) and the
+                ``"workers"`` list as below, without the clients and actors lists: what the monitor's ``/metrics``
+                reads (a fraction of the full snapshot's cost to the master with many actors).
 
         Returns:
             ``{"master": {address, version, pid, started_at, monitor_port, gpu_cluster}, "cpus": {total, used,
@@ -54,7 +57,7 @@ class ClusterClient:
             ClusterConnectionError: the master did not answer within ``timeout_s``.
             AuthenticationError: the master refused the token.
         """
-        request = {"summary": True} if summary else None
+        request = {"summary": True} if summary else {"metrics": True} if metrics else None
         kind, body = self._conn.request(MsgType.STATUS, request, timeout_s=self.timeout_s)
         if kind is not MsgType.REPLY:
             raise RemoteError(f"unexpected answer {kind.name} to STATUS")

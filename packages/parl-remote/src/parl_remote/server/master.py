@@ -41,7 +41,7 @@ import zmq
 from parl_remote import __version__, config
 from parl_remote.server.counters import Counters
 from parl_remote.server.events import ASKED_ENDS, EventLog
-from parl_remote.server.registry import ClientInfo, WorkerInfo, status_snapshot, status_summary
+from parl_remote.server.registry import ClientInfo, WorkerInfo, status_metrics, status_snapshot, status_summary
 from parl_remote.server.scheduling import Scheduling, VacancyIndex, assignment
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, serialization, shm
@@ -427,10 +427,14 @@ class Master(Scheduling):
     def on_status(self, msg: Message) -> None:
         """``STATUS``: the snapshot (built at most once per change of the cluster, and reused for up to
         ``STATUS_CACHE_S`` seconds while only heartbeat metrics change), or with body ``{"summary": True}`` only
-        its totals and counts (what ``xparl status`` prints; no list, whatever the cluster's size)."""
+        its totals and counts (what ``xparl status`` prints; no list, whatever the cluster's size), or with body
+        ``{"metrics": True}`` those and the workers list (what the monitor's ``/metrics`` reads)."""
         body = msg.body()
         if isinstance(body, dict) and body.get("summary"):
             self._reply(msg, status_summary(self))
+            return
+        if isinstance(body, dict) and body.get("metrics"):
+            self._reply(msg, status_metrics(self))
             return
         now = time.monotonic()
         cached = self._status_cache

@@ -63,6 +63,19 @@ class ClientInfo:
     last_seen: float = field(default_factory=time.monotonic)
 
 
+def _worker_row(w: WorkerInfo, now: float) -> dict:
+    """One worker's entry of the status lists (``read_metrics`` must have been called)."""
+    return {
+        "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total, "cpus_used": len(w.busy),
+        "gpus": list(w.gpus), "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids),
+        "gpu_only": w.gpu_only,
+        "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
+        "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
+        "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],
+        "last_seen_s_ago": round(now - w.last_seen, 3),
+    }  # fmt: skip
+
+
 def status_snapshot(master: Any) -> dict:
     """The cluster status snapshot of ``master`` (a ``Master``; JSON-serialisable; the monitor reads its keys).
 
@@ -84,19 +97,7 @@ def status_snapshot(master: Any) -> dict:
                    "gpu_cluster": master.gpu_cluster},
         "cpus": {"total": cap["total"], "used": cap["used"], "vacant": cap["vacant"]},
         "gpus": {"total": cap["gpus_total"], "used": cap["gpus_used"], "vacant": cap["gpus_total"] - cap["gpus_used"]},
-        "workers": [
-            {
-                "id": w.worker_id, "host": w.host, "pid": w.pid, "cpus_total": w.cpus_total,
-                "cpus_used": len(w.busy),
-                "gpus": list(w.gpus), "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids),
-                "gpu_only": w.gpu_only,
-                "memory_total_mb": float(w.metrics.get("memory_total_mb", 0.0)),
-                "memory_used_mb": float(w.metrics.get("memory_used_mb", 0.0)),
-                "load_avg": [float(x) for x in w.metrics.get("load_avg", [0.0, 0.0, 0.0])],
-                "last_seen_s_ago": round(now - w.last_seen, 3),
-            }
-            for w in master.workers.values()
-        ],
+        "workers": [_worker_row(w, now) for w in master.workers.values()],
         "clients": [
             {"id": c.client_id, "host": c.host, "pid": c.pid, "script": c.script, "started_at": c.started_at,
              "actors": sorted(c.actors)}
@@ -130,3 +131,19 @@ def status_summary(master: Any) -> dict:
                          "gpus_used": sorted(g for ids in w.gpus_used.values() for g in ids)}
                         for w in master.workers.values() if w.gpus],
     }  # fmt: skip
+
+
+def status_metrics(master: Any) -> dict:
+    """What the monitor's ``/metrics`` reads, at a fraction of the snapshot's cost: :func:`status_summary` (with
+    ``counts["messages_received"]``), ``process`` and the ``workers`` list of :func:`status_snapshot`, without the
+    client and actor lists (the actors are counted by state in ``counts``)."""
+    from parl_remote.server.counters import process_figures
+
+    now = time.monotonic()
+    for w in master.workers.values():
+        w.read_metrics()
+    out = status_summary(master)
+    out["counts"]["messages_received"] = master.messages_received
+    out["process"] = process_figures()
+    out["workers"] = [_worker_row(w, now) for w in master.workers.values()]
+    return out
