@@ -10,7 +10,9 @@ markers.
 A run is a folder ``examples/<example>/results/<name>/seed<k>/`` holding what the example wrote: ``curve.csv``
 (``env_steps``, ``wall_s``, ``episode_return``: one line per finished game), ``summary.json`` (absent for a run
 stopped before it wrote one), and the record of ``benchmarks/atari/run_curve.py`` (``run.json``: command, commit,
-dates, load average, CPU seconds, exit status, and a ``note`` where something needs saying). A row whose folder has
+dates, load average, CPU seconds, exit status, and a ``note`` where something needs saying); a run continued with
+``--resume`` has one more record per continuation, ``run-resume-<k>.json`` (k = 1, 2, ...): its wall-clock and CPU
+seconds are the sums over the records, its load the median of each, its end that of the last. A row whose folder has
 no such run, or a file that cannot be read or drawn, fails the build.
 """
 
@@ -87,10 +89,23 @@ class Run:
 
     path: pathlib.Path
     steps: list[int]
-    wall_s: list[float]
+    game_wall_s: list[float]
     scores: list[float]
     summary: dict[str, Any]
-    record: dict[str, Any]
+    records: list[dict[str, Any]]  # run.json, then run-resume-1.json, ...
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The last record (the one that says how the run ended)."""
+        return self.records[-1]
+
+    @property
+    def wall_s(self) -> float:
+        return sum(r["wall_s"] for r in self.records)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(r["cpu_s"] for r in self.records)
 
     def running_mean(self) -> list[float]:
         """Mean of the last :data:`WINDOW` games at each game (fewer at the start)."""
@@ -106,7 +121,7 @@ class Run:
         index = max((i for i, s in enumerate(self.steps) if s <= steps), default=None)
         if index is None:
             return None
-        return self.running_mean()[index], self.wall_s[index], self.steps[index]
+        return self.running_mean()[index], self.game_wall_s[index], self.steps[index]
 
 
 def load_runs(folder: str) -> list[Run]:
@@ -128,10 +143,15 @@ def load_runs(folder: str) -> list[Run]:
             rows = list(csv.DictReader(f))
         if not rows:
             raise ValueError(f"{seed.relative_to(ROOT)}/curve.csv: no finished game")
+        resumes = sorted(seed.glob("run-resume-*.json"), key=lambda p: int(re.sub(r"\D", "", p.name) or 0))
+        expected = [f"run-resume-{k}.json" for k in range(1, len(resumes) + 1)]
+        if [p.name for p in resumes] != expected:
+            raise ValueError(f"{seed.relative_to(ROOT)}: the continuation records must be {expected}, got "
+                             f"{[p.name for p in resumes]}")
         runs.append(Run(seed, [int(r["env_steps"]) for r in rows], [float(r["wall_s"]) for r in rows],
                         [float(r["episode_return"]) for r in rows],
                         json.loads((seed / "summary.json").read_text()) if (seed / "summary.json").is_file() else {},
-                        json.loads((seed / "run.json").read_text())))
+                        [json.loads(p.read_text()) for p in [seed / "run.json", *resumes]]))
     return runs
 
 
@@ -175,8 +195,10 @@ def ended(run: Run) -> str:
         text = "stopped" + (" (goes on with --resume)" if resumable else "")
     else:
         text = f"exit status {code}"
-    note = run.record.get("note")
-    return f"{text}; {note}" if note else text
+    notes = [r["note"] for r in run.records if r.get("note")]
+    if len(run.records) > 1:
+        notes.insert(0, f"continued {len(run.records) - 1} time(s) with --resume")
+    return "; ".join([text, *notes])
 
 
 def _fmt_score(value: float) -> str:
@@ -215,12 +237,14 @@ def render() -> str:
         for series in row.series:
             for run in load_runs(series.folder):
                 means = run.running_mean()
-                record = run.record
+                first = run.records[0]
+                loads = " / ".join(f"{r['loadavg_1m']['median']:.1f}" for r in run.records)
+                commits = " / ".join(f"`{r['commit'][:10]}`" for r in run.records)
                 lines.append(
                     f"| {series.label} | {run.path.name} | {run.steps[-1]:,} | {_fmt_score(means[-1])} | "
-                    f"{_fmt_score(max(means[WINDOW - 1:] or means))} | {record['wall_s'] / 60:.0f} min | "
-                    f"{record['loadavg_1m']['median']:.1f} | {record['cpu_s']:,.0f} | "
-                    f"`{record['commit'][:10]}` | {record['start_utc'][:16].replace('T', ' ')} | {ended(run)} |")
+                    f"{_fmt_score(max(means[WINDOW - 1:] or means))} | {run.wall_s / 60:.0f} min | "
+                    f"{loads} | {run.cpu_s:,.0f} | {commits} | {first['start_utc'][:16].replace('T', ' ')} | "
+                    f"{ended(run)} |")
         lines.append("")
     return "\n".join(lines)
 

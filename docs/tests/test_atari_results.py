@@ -15,9 +15,10 @@ def test_every_row_has_its_runs(row):
     for series in row.series:
         runs = atari_results.load_runs(series.folder)
         for run in runs:
-            assert run.steps == sorted(run.steps) and len(run.steps) == len(run.scores) == len(run.wall_s)
+            assert run.steps == sorted(run.steps) and len(run.steps) == len(run.scores) == len(run.game_wall_s)
             assert not run.summary or run.summary["env_steps"] >= run.steps[-1]
-            assert isinstance(run.record["returncode"], int) and run.record["commit"] and run.record["cpu_s"] > 0
+            for record in run.records:
+                assert isinstance(record["returncode"], int) and record["commit"] and record["cpu_s"] > 0
 
 
 def test_rows_draw_and_render(tmp_path):
@@ -71,3 +72,21 @@ def test_missing_or_damaged_data_fails_naming_the_file(tmp_path, monkeypatch, da
         atari_results.render()
     with pytest.raises(ValueError, match=message):
         atari_results.plot_rows(tmp_path / "out")
+
+
+def test_a_resumed_run_sums_its_records_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(atari_results, "ROOT", tmp_path)
+    _write_run(tmp_path / "r" / "seed0", [(1000, 1.0, -21.0), (2000, 80.0, -20.0)])
+    (tmp_path / "r" / "seed0" / "run-resume-1.json").write_text(json.dumps({
+        "wall_s": 120.0, "returncode": 0, "commit": "def", "cpu_s": 3.0, "loadavg_1m": {"median": 2.5},
+        "start_utc": "2026-01-02T00:00:00+00:00", "note": "on another day"}))
+    (run,) = atari_results.load_runs("r")
+    assert (run.wall_s, run.cpu_s, run.record["commit"]) == (180.0, 4.0, "def")
+    row = dataclasses.replace(atari_results.ROWS[0], series=(atari_results.Series("x", "r"),))
+    monkeypatch.setattr(atari_results, "ROWS", (row,))
+    text = atari_results.render()
+    assert "| 3 min | 1.0 / 2.5 | 4 | `abc` / `def` | 2026-01-01 00:00 |" in text
+    assert "continued 1 time(s) with --resume; on another day" in text
+    (tmp_path / "r" / "seed0" / "run-resume-3.json").write_text("{}")  # a gap: run-resume-2.json is missing
+    with pytest.raises(ValueError, match="continuation records must be"):
+        atari_results.load_runs("r")
