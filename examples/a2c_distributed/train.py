@@ -29,8 +29,14 @@ Usage::
 resets a finished game in the same step (its observation is the next episode's first), so every transition of
 the unroll is trained on (``valid`` all True) and a game cut at EnvPool's step limit is not bootstrapped.
 
-Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
-tensorboard scalars (``train/*``, ``eval/return_mean``, ``time/env_steps_per_s``).
+Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...),
+``<logdir>/curve.csv`` (``env_steps``, ``wall_s``, ``episode_return``: a row per finished training episode; on Atari
+a whole game, unclipped) and tensorboard scalars (``train/*``, ``eval/return_mean``, ``time/env_steps_per_s``).
+
+Long runs (``parl.utils`` run harness, docs/long_runs.md): a checkpoint (``<logdir>/checkpoint.npz``: the
+learner's networks and optimizer, counters, recent returns, RNGs, the curve's length and the clock) every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end, between two updates; ``--resume DIR`` goes on
+from it. The actors' games are not in it (they live in other processes): a resumed run's actors start new games.
 """
 
 from __future__ import annotations
@@ -39,7 +45,6 @@ import argparse
 import json
 import os
 import time
-from collections import deque
 
 import gymnasium as gym
 import numpy as np
@@ -50,7 +55,7 @@ from tqdm import tqdm
 import parl
 from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env import is_minatar, make_minatar
-from parl.utils import compute_gae, logger, summary
+from parl.utils import Checkpointer, RunLog, add_run_args, compute_gae, logger
 from parl_algorithms.torch.nets import MLP
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
@@ -264,6 +269,7 @@ def main() -> None:
     parser.add_argument("--envpool", action="store_true",
                         help="Atari: actors step their games in EnvPool (pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
     if args.actors < 1:
         parser.error("--actors must be >= 1")
@@ -278,42 +284,48 @@ def main() -> None:
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     E, T, target = cfg["envs_per_actor"], cfg["unroll_length"], cfg["target_return"]
-    logdir = args.logdir or os.path.join("runs", "a2c_distributed", f"{args.env.replace('/', '_')}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "a2c_distributed",
+                                                        f"{args.env.replace('/', '_')}-seed{args.seed}")
+    t0 = time.perf_counter()
+    run = RunLog(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    start = time.perf_counter()
 
     probe = make_envs(args.env, 1, cfg, use_envpool=args.envpool)
     alg = build_algorithm(probe, args.env, cfg, args.device)
     probe.close()
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args),
+                        ignore=("address", "actors"))  # (the cluster and its size may change between the parts)
+    ckpt.register(alg=alg)
+    # `generation`: how many actors each slot has had (a replacement, or a resumed run's actor, gets other seeds)
+    c = ckpt.track(env_steps=0, updates=0, recent=[], eval_mean=float("nan"), reached=False,
+                   generation=[0] * args.actors)
+    ckpt.start()  # a resumed run continues from its checkpoint: learner, counters, RNGs, curve, clock
+    if len(c.generation) < args.actors:
+        c.generation += [0] * (args.actors - len(c.generation))
     if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
         # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
         os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
         parl.connect(cpu_num=args.actors + 1)
     else:
         parl.connect(args.address)
-    generation = [0] * args.actors  # how many actors each slot has had (a replacement gets other env seeds)
 
     def new_actor(slot: int) -> Actor:
-        actor = Actor(args.env, E, T, cfg, seed=args.seed * 100_000 + slot * 1000 + generation[slot] * 100,
+        actor = Actor(args.env, E, T, cfg, seed=args.seed * 100_000 + slot * 1000 + c.generation[slot] * 100,
                       use_envpool=args.envpool)
-        generation[slot] += 1
+        c.generation[slot] += 1
         logger.info("actor %d started, pid=%d", slot, actor.pid().result())
         return actor
 
     # the actors start in parallel (each imports torch); a dead one is logged, replaced and asked again
     actors = ActorPool(new_actor, args.actors, logger=logger)
-    actors_ready_s = time.perf_counter() - start
+    actors_ready_s = time.perf_counter() - t0
     logger.info("%d actors ready after %.1f s", args.actors, actors_ready_s)
 
-    env_steps, updates, eval_mean, reached, interrupted = 0, 0, float("nan"), False, False
-    recent: deque[float] = deque(maxlen=20)
     steps_per_update = args.actors * E * T
-    bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="frame", smoothing=0.05)
+    bar = tqdm(total=cfg["total_steps"], initial=c.env_steps, disable=args.no_progress, unit="frame", smoothing=0.05)
     try:
-        while env_steps + steps_per_update <= cfg["total_steps"] and not reached:
+        while c.env_steps + steps_per_update <= cfg["total_steps"] and not c.reached:
             unrolls = actors.call_all("sample", alg.model.get_weights())  # synchronous: every actor's unroll
             valid = np.concatenate([u["valid"].reshape(-1) for u in unrolls])
             batch = {key: np.concatenate([u[key].reshape(T * E, *u[key].shape[2:]) for u in unrolls])[valid]
@@ -321,50 +333,53 @@ def main() -> None:
             alg.learn(torch.as_tensor(batch["obs"], dtype=torch.float32), torch.from_numpy(batch["actions"]),
                       torch.from_numpy(batch["advantages"]), torch.from_numpy(batch["target_values"]), cfg["lr"],
                       cfg["entropy_coeff"])
-            updates += 1
-            env_steps += steps_per_update
+            c.updates += 1
+            c.env_steps += steps_per_update
+            wall_s = run.elapsed()
             for unroll in unrolls:
-                recent.extend(unroll["episode_returns"].tolist())
-            wall_s = time.perf_counter() - start
+                for ret in unroll["episode_returns"].tolist():
+                    run.row({"env_steps": c.env_steps, "wall_s": round(wall_s, 3), "episode_return": ret})
+                c.recent = (c.recent + unroll["episode_returns"].tolist())[-20:]
+            recent_mean = float(np.mean(c.recent)) if c.recent else 0.0
             bar.update(steps_per_update)
-            bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent) if recent else 0:.1f}",
-                            refresh=False)
-            if updates % 10 == 0:
+            bar.set_postfix(fps=f"{c.env_steps / wall_s:.0f}", ret=f"{recent_mean:.1f}", refresh=False)
+            if c.updates % 10 == 0:
                 for key, value in alg.get_info().items():
-                    summary.add_scalar(key, value, env_steps)
-                summary.add_scalar("train/episode_return", float(np.mean(recent)) if recent else 0.0, env_steps)
-                summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
-            if updates % 25 == 0:
-                logger.info("update %d, env steps %d, %.0f frames/s, training return %.1f", updates, env_steps,
-                            env_steps / wall_s, np.mean(recent) if recent else 0.0)
-            if len(recent) >= 10 and np.mean(recent) >= cfg["eval_trigger"] and updates % 5 == 0:
-                eval_mean = evaluate(alg, args.env, cfg, args.seed)
-                summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-                reached = eval_mean >= target
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop and still write the summary
-        interrupted = True
+                    run.scalar(key, value, c.env_steps)
+                run.scalar("train/episode_return", recent_mean, c.env_steps)
+                run.scalar("time/env_steps_per_s", c.env_steps / wall_s, c.env_steps)
+            if c.updates % 25 == 0:
+                logger.info("update %d, env steps %d, %.0f frames/s, training return %.1f", c.updates, c.env_steps,
+                            c.env_steps / wall_s, recent_mean)
+            if len(c.recent) >= 10 and recent_mean >= cfg["eval_trigger"] and c.updates % 5 == 0:
+                c.eval_mean = evaluate(alg, args.env, cfg, args.seed)
+                run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+                c.reached = c.eval_mean >= target
+            ckpt.maybe_save(c.env_steps)  # (a SIGTERM / Ctrl-C: saved here, then the run exits)
+    except SystemExit:
+        parl.disconnect()
+        raise
     bar.close()
     eval_source = "greedy"
-    if not reached:
+    last_games = c.recent[-EVAL_EPISODES:]
+    if not c.reached:
         if is_atari(args.env):  # greedy Atari games take minutes: report the last training games instead
-            last_games = list(recent)[-EVAL_EPISODES:]
-            eval_mean, eval_source = (float(np.mean(last_games)) if last_games else float("nan")), "train_episodes"
+            c.eval_mean, eval_source = (float(np.mean(last_games)) if last_games else float("nan")), "train_episodes"
         else:
-            eval_mean = evaluate(alg, args.env, cfg, args.seed)
-            summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-            reached = eval_mean >= target
-    wall_s = time.perf_counter() - start
-    result = {"device": str(alg.device),
-              "env": args.env, "algorithm": "A2C", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
-              "unroll_length": T, "envpool": args.envpool, "eval_return_mean": eval_mean,
-              "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
-              "eval_source": eval_source, "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
-              "actors_ready_s": round(actors_ready_s, 3), "env_steps_per_s": round(env_steps / wall_s, 1),
-              "actors_replaced": actors.replacements, "reached": reached, "interrupted": interrupted,
-              "target_return": target, "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
-    summary.flush()
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
+            c.eval_mean = evaluate(alg, args.env, cfg, args.seed)
+            run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+            c.reached = c.eval_mean >= target
+    run.close()
+    result = run.write_summary({
+        "device": str(alg.device), "env": args.env, "algorithm": "A2C", "seed": args.seed, "actors": args.actors,
+        "envs_per_actor": E, "unroll_length": T, "envpool": args.envpool, "eval_return_mean": c.eval_mean,
+        "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games), "eval_source": eval_source,
+        "env_steps": c.env_steps, "updates": c.updates, "wall_s": round(run.elapsed(), 3),
+        "env_steps_per_s": round(c.env_steps / run.elapsed(), 1), "actors_ready_s": round(actors_ready_s, 3),
+        "actors_replaced": actors.replacements,
+        "reached": c.reached, "resumed": ckpt.resumed, "target_return": target,
+        "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]})
+    ckpt.finish(c.env_steps)
     parl.disconnect()
     print(json.dumps(result))
 

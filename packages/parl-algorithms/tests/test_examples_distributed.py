@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,8 @@ def run_tiny(name, logdir, *args):
     assert result["actors"] == 2 and result["actors_replaced"] == 0
     assert result["eval_episodes"] == 10 and result["eval_source"] == "greedy"
     assert 8.0 <= result["eval_return_mean"] <= 500.0  # CartPole's range for a (nearly) untrained policy
-    assert result["reached"] is False and result["interrupted"] is False
+    assert result["reached"] is False
+    assert result["resumed"] is False if name == "a2c_distributed" else result["interrupted"] is False
     assert result["wall_s"] > 0 and math.isclose(result["env_steps_per_s"], result["env_steps"] / result["wall_s"],
                                                   rel_tol=0.01)
     assert 0.0 < result["actors_ready_s"] < result["wall_s"]
@@ -43,6 +45,40 @@ def test_a2c_distributed_tiny_budget(tmp_path):
     result = run_tiny("a2c_distributed", tmp_path, "--total-steps", "512")
     assert result["algorithm"] == "A2C" and result["envs_per_actor"] == 8 and result["unroll_length"] == 16
     assert result["env_steps"] == 512 and result["updates"] == 2
+    with open(tmp_path / "curve.csv") as f:
+        rows = f.read().splitlines()
+    assert rows[0] == "env_steps,wall_s,episode_return" and len(rows) > 10  # CartPole: short random episodes
+    assert {int(r.split(",")[0]) for r in rows[1:]} <= {256, 512}  # each game at the update that received it
+    assert (tmp_path / "checkpoint.npz").exists()
+
+
+def test_a2c_distributed_stopped_by_sigterm_then_resumed(tmp_path):
+    """SIGTERM saves a checkpoint between two updates; --resume goes on from it to the budget (new games on the
+    actors: not bit-exact, but the counters, the learner and the curve go on)."""
+    cmd = command("a2c_distributed", tmp_path, "--total-steps", "25600", "--target-return", "1e9",
+                  "--checkpoint-every", "0.001")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "checkpoint.npz").exists():
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint within 120 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stderr = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert not (tmp_path / "summary.json").exists()  # a stop writes the checkpoint; the summary comes at the end
+    from parl_core.utils.run import read_checkpoint
+
+    stopped_at = read_checkpoint(tmp_path / "checkpoint.npz")["meta"]["step"]
+    assert 0 < stopped_at < 25600
+    done = subprocess.run([*cmd, "--resume", str(tmp_path)], capture_output=True, text=True, timeout=240,
+                          cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "summary.json").read_text())
+    assert (result["env_steps"], result["updates"], result["resumed"]) == (25600, 100, True)
+    with open(tmp_path / "curve.csv") as f:
+        steps = [int(line.split(",")[0]) for line in f.read().splitlines()[1:]]
+    assert steps == sorted(steps) and steps[-1] <= 25600 and any(s <= stopped_at for s in steps)
 
 
 def test_ga3c_tiny_budget(tmp_path):
@@ -132,7 +168,7 @@ def test_a2c_distributed_envpool_tiny_budget(tmp_path):
                          "--total-steps", "100", "--target-return", "1e9")
     assert result["envpool"] is True and result["envs_per_actor"] == 5 and result["unroll_length"] == 20
     assert result["env_steps"] == 100 and result["updates"] == 1 and result["actors_replaced"] == 0
-    assert result["eval_source"] == "train_episodes" and result["interrupted"] is False
+    assert result["eval_source"] == "train_episodes" and result["resumed"] is False
 
 
 def test_a2c_distributed_envpool_missing_names_the_extra():
