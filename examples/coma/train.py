@@ -28,26 +28,33 @@ Usage::
     python examples/coma/train.py --actors 2 --seed 0                         # collection on 2 remote actors
     python examples/coma/train.py --env sc2:3m                                # needs smac and StarCraft II
 
-Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, ``<logdir>/coma.ckpt`` and tensorboard scalars. Returns
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/coma/train.py --seed 0 --resume runs/coma/Foraging-8x8-2p-2f-coop-v3-seed0
+
+Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, ``<logdir>/coma.ckpt`` (the final weights, read back by
+``--restore``), tensorboard scalars and ``<logdir>/checkpoint.npz`` every ``--checkpoint-every`` minutes, on
+SIGTERM / Ctrl-C and at the end (see docs/long_runs.md): the networks, target network, RMSprop states, counters
+and every random generator. Checkpoints are taken between two updates, where every episode has ended and the
+next ``play`` resets every env from its generator (LBF's and RWARE's grids live in objects a checkpoint cannot
+hold). With ``--actors`` the actors' envs and generators live in their processes: a resumed run continues the
+learner, counters and epsilon schedule, but its actors start their env streams afresh (not bit-exact). Returns
 are TEAM returns: the sum over agents of the episode's rewards (EPyMARL's common reward).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import importlib
 import importlib.util
 import json
 import os
-import time
 
 import numpy as np
 from tqdm import tqdm
 
 import parl
-from parl.utils import summary
+from parl.utils import Checkpointer, RunLog, add_run_args
 
 HIDDEN = 64  # actor GRU (PARL: 64)
 CRITIC_HIDDEN = 128  # critic MLP (PARL: 128)
@@ -166,6 +173,12 @@ def vector_env(env_id: str, num_envs: int):
     return MultiAgentVectorEnv([functools.partial(make_env, env_id) for _ in range(num_envs)])
 
 
+def env_generators(envs) -> list[np.random.Generator]:
+    """The random generator each env of a ``MultiAgentVectorEnv`` draws its episodes from (``MultiAgentEnv.np_random``:
+    LBF, RWARE: gymnasium's; mpe2: its own)."""
+    return [env.np_random for env in envs.envs]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # acting and the episode batch (numpy; also run inside the remote actors)
 
@@ -257,6 +270,20 @@ class Player:
             return None, returns, lengths
         steps = int(lengths.max())
         return self._batch(o_buf, s_buf, u_buf, avail_buf, r_buf, lengths, terminated, steps), returns, lengths
+
+    def state_dict(self) -> dict:
+        """What the next ``play`` depends on, between two ``play`` calls (every episode has ended, and ``play``
+        resets every env): the action generator, the seed of the first reset (None once used) and each env's
+        generator, from which the reset rebuilds the rest of the env."""
+        return {"rng": self.rng.bit_generator.state, "seed": self.seed,
+                "envs": [gen.bit_generator.state for gen in env_generators(self.envs)]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Put back what :meth:`state_dict` returned (ValueError: another number of envs)."""
+        self.rng.bit_generator.state = state["rng"]
+        self.seed = state["seed"]
+        for gen, saved in zip(env_generators(self.envs), state["envs"], strict=True):
+            gen.bit_generator.state = saved
 
     def _batch(self, o, s, u, avail, r, lengths, terminated, steps) -> dict:
         """PARL's COMA batch over the first ``steps`` steps (numpy): see parl_algorithms._coma."""
@@ -357,20 +384,19 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--eval-mode", choices=("sample", "greedy"), default="sample",
                         help="sample from the policy (EPyMARL's COMA) or take its argmax (PARL's test mode)")
-    parser.add_argument("--restore", default=None, help="a checkpoint (coma.ckpt) to start from")
+    parser.add_argument("--restore", default=None, help="weights (coma.ckpt) to start from")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
-    logdir = args.logdir or os.path.join("runs", "coma", f"{args.env.replace(':', '-')}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
+    logdir = args.resume or args.logdir or os.path.join("runs", "coma", f"{args.env.replace(':', '-')}-seed{args.seed}")
     make_env(args.env).close()  # an sc2: id without SMAC stops here, with the install steps
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)  # also one CPU thread
     if args.backend == "torch":
         import torch
 
         torch.set_num_threads(1)
-    summary.set_logdir(logdir)
-    start = time.perf_counter()
 
     player = Player(args.env, args.num_envs, args.seed, args.backend)
     evaluator = Player(args.env, args.eval_episodes, args.seed + 10_000, args.backend)
@@ -388,6 +414,11 @@ def main() -> None:
         parl.connect(args.address) if args.address else parl.connect()
         actors = [RemotePlayer(args.env, args.num_envs, args.seed + 1 + i, args.backend) for i in range(args.actors)]
 
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, player=player, evaluator=evaluator)
+    c = ckpt.track(env_steps=0, learn_calls=0, next_eval=0, train_returns=[], last_eval=None)
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, networks, RMSprop, generators)
+
     def epsilon_at(step: int) -> float:
         frac = min(step / max(args.epsilon_anneal_steps, 1), 1.0)
         return args.epsilon_start + frac * (args.epsilon_finish - args.epsilon_start)
@@ -395,25 +426,22 @@ def main() -> None:
     def evaluate() -> np.ndarray:
         return evaluator.play(alg, 0.0, greedy=args.eval_mode == "greedy", record=False)[1]
 
-    curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
-    curve = csv.writer(curve_file)
-    curve.writerow(["env_steps", "wall_s", "eval_return_mean", "eval_return_std", "train_return_mean", "epsilon"])
-    env_steps, learn_calls, next_eval, train_returns = 0, 0, 0, []
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step")
+    bar = tqdm(total=args.total_steps, initial=c.env_steps, disable=args.no_progress, unit="step")
     while True:
-        if env_steps >= next_eval or env_steps >= args.total_steps:
-            returns = last_eval = evaluate()
-            train_mean = float(np.mean(train_returns)) if train_returns else float("nan")
-            curve.writerow([env_steps, round(time.perf_counter() - start, 2), float(returns.mean()),
-                            float(returns.std()), train_mean, round(epsilon_at(env_steps), 4)])
-            curve_file.flush()
-            summary.add_scalar("eval/return_mean", float(returns.mean()), env_steps)
-            bar.set_postfix(eval=f"{returns.mean():.3f}", train=f"{train_mean:.3f}")
-            train_returns = []
-            next_eval += args.eval_every
-            if env_steps >= args.total_steps:
+        if c.env_steps >= c.next_eval or c.env_steps >= args.total_steps:
+            c.last_eval = evaluate()
+            train_mean = float(np.mean(c.train_returns)) if c.train_returns else float("nan")
+            run.row({"env_steps": c.env_steps, "wall_s": round(run.elapsed(), 2),
+                     "eval_return_mean": float(c.last_eval.mean()), "eval_return_std": float(c.last_eval.std()),
+                     "train_return_mean": train_mean, "epsilon": round(epsilon_at(c.env_steps), 4)})
+            run.scalar("eval/return_mean", float(c.last_eval.mean()), c.env_steps)
+            bar.set_postfix(eval=f"{c.last_eval.mean():.3f}", train=f"{train_mean:.3f}")
+            c.train_returns = []
+            c.next_eval += args.eval_every
+            if c.env_steps >= args.total_steps:
                 break
-        epsilon = epsilon_at(env_steps)
+        ckpt.maybe_save(c.env_steps)  # between two updates: every episode has ended
+        epsilon = epsilon_at(c.env_steps)
         if actors:
             weights = alg.model.get_weights()
             futures = [actor.play(weights, epsilon) for actor in actors]
@@ -424,35 +452,33 @@ def main() -> None:
         else:
             batch, returns, lengths = player.play(alg, epsilon)
         alg.learn(batch, epsilon)
-        learn_calls += 1
-        if learn_calls % args.target_update == 0:
+        c.learn_calls += 1
+        if c.learn_calls % args.target_update == 0:
             alg.sync_target()
-        env_steps += int(lengths.sum())
+        c.env_steps += int(lengths.sum())
         bar.update(int(lengths.sum()))
-        train_returns.extend(returns.tolist())
-        summary.add_scalar("train/episode_return", float(returns.mean()), env_steps)
-        if learn_calls % 20 == 0:
+        c.train_returns.extend(returns.tolist())
+        run.scalar("train/episode_return", float(returns.mean()), c.env_steps)
+        if c.learn_calls % 20 == 0:
             for key, value in alg.get_info().items():
-                summary.add_scalar(key, value, env_steps)
-            summary.add_scalar("train/epsilon", epsilon, env_steps)
-            summary.add_scalar("time/env_steps_per_s", env_steps / (time.perf_counter() - start), env_steps)
+                run.scalar(key, value, c.env_steps)
+            run.scalar("train/epsilon", epsilon, c.env_steps)
+            run.scalar("time/env_steps_per_s", c.env_steps / run.elapsed(), c.env_steps)
     bar.close()
-    curve_file.close()
     agent.save(os.path.join(logdir, "coma.ckpt"))
-    wall = time.perf_counter() - start
-    final = last_eval  # the evaluation at env_steps >= total_steps
-    result = {
+    run.close()
+    wall = run.elapsed()
+    final = c.last_eval  # the evaluation at env_steps >= total_steps
+    result = run.write_summary({
         "algorithm": "COMA", "env_id": env.env_id, "env_version": env.env_version, "reward_unit": (
             "team return: the sum over agents of the episode's rewards (" + env.reward_unit + ")"),
         "backend": args.backend, "seed": args.seed, "actors": args.actors, "num_envs": args.num_envs,
         "eval_return_mean": float(final.mean()), "eval_return_std": float(final.std()),
-        "eval_episodes": int(len(final)), "env_steps": env_steps, "learn_calls": learn_calls,
-        "wall_s": round(wall, 2), "env_steps_per_s": round(env_steps / wall, 1),
-        "epsilon_final": epsilon_at(env_steps), "eval_mode": args.eval_mode,
-    }
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+        "eval_episodes": int(len(final)), "env_steps": c.env_steps, "learn_calls": c.learn_calls,
+        "wall_s": round(wall, 2), "env_steps_per_s": round(c.env_steps / wall, 1),
+        "epsilon_final": epsilon_at(c.env_steps), "eval_mode": args.eval_mode,
+    })
+    ckpt.finish(c.env_steps)
     print(json.dumps(result))
 
 

@@ -22,14 +22,20 @@ Usage::
     python examples/maddpg/train.py --scenario simple_spread --seed 0 --logdir runs/maddpg/spread-seed0
     python examples/maddpg/train.py --scenario simple_spread --continuous-actions --backend paddle
 
-Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, tensorboard scalars and a checkpoint per agent
-(``<logdir>/model/agent_<i>``, read back by ``--restore <logdir>/model``).
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/maddpg/train.py --scenario simple_spread --seed 0 --resume runs/maddpg/spread-seed0
+
+Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, tensorboard scalars, the final weights of each agent
+(``<logdir>/model/agent_<i>``, read back by ``--restore <logdir>/model``) and ``<logdir>/checkpoint.npz`` every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end (see docs/long_runs.md): the networks, their
+Adam states, the replay memory, the counters and every random generator. An mpe2 world lives in objects a
+checkpoint cannot hold, so checkpoints are taken between two episodes (when the 25-step episodes of the envs
+stepped side by side have ended), where the next ``reset`` rebuilds each world from its env's generator.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import importlib
 import json
@@ -41,7 +47,7 @@ from tqdm import tqdm
 
 import parl
 from parl.env.multiagent_env import MAenv
-from parl.utils import summary
+from parl.utils import Checkpointer, RunLog, add_run_args
 
 ACTOR_LR = 0.01
 CRITIC_LR = 0.01
@@ -126,6 +132,38 @@ class JointReplayMemory:
         self.pos = int(rows[-1] + 1) % self.capacity
         self.size = min(self.size + len(reward), self.capacity)
 
+    def state_dict(self) -> dict:
+        """The stored transitions (the first ``size`` rows of every array), ``pos`` and ``size``."""
+        n = self.size
+        return {"obs": [a[:n] for a in self.obs], "act": [a[:n] for a in self.act],
+                "next_obs": [a[:n] for a in self.next_obs], "reward": self.reward[:n],
+                "terminated": self.terminated[:n], "pos": self.pos, "size": n}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Put back what :meth:`state_dict` returned (ValueError: another scenario's shapes)."""
+        n = int(state["size"])
+        for name in ("obs", "act", "next_obs"):
+            for array, saved in zip(getattr(self, name), state[name], strict=True):
+                array[:n] = saved
+        self.reward[:n], self.terminated[:n] = state["reward"], state["terminated"]
+        self.pos, self.size = int(state["pos"]), n
+
+
+class EnvGenerators:
+    """The random generators of MPE envs, for a checkpoint between two episodes: mpe2 draws each episode's start
+    (positions, goals) from its env's ``np_random`` in ``reset``; the rest of an mpe2 world lives in objects a
+    checkpoint cannot hold, and the next ``reset`` rebuilds it."""
+
+    def __init__(self, envs: list[MAenv]):
+        self.envs = envs
+
+    def state_dict(self) -> dict:
+        return {"np_random": [env.env.unwrapped.np_random.bit_generator.state for env in self.envs]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for env, saved in zip(self.envs, state["np_random"], strict=True):  # (ValueError: another --envs)
+            env.env.unwrapped.np_random.bit_generator.state = saved
+
 
 def update(algs, memory, rng, ops, functional) -> float:
     """One MADDPG update of every agent (PARL's MAAgent.learn, each agent on its own batch); mean critic loss."""
@@ -190,20 +228,19 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--final-eval-episodes", type=int, default=100)
     parser.add_argument("--target-return", type=float, default=None, help="stop once an evaluation reaches it")
-    parser.add_argument("--restore", default=None, help="a checkpoint directory (<logdir>/model) to start from")
+    parser.add_argument("--restore", default=None, help="a weights directory (<logdir>/model) to start from")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
     if args.total_steps % args.envs:
         parser.error("--total-steps must be a multiple of --envs")
-    logdir = args.logdir or os.path.join("runs", "maddpg", f"{args.scenario}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "maddpg", f"{args.scenario}-seed{args.seed}")
+    run = RunLog(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     functional = importlib.import_module(f"parl_algorithms.{args.backend}.marl_functional")
     ops.seed(args.seed)  # (torch: one CPU thread, 2-4x faster for these small networks)
     rng = np.random.default_rng(args.seed)
     load_start = os.getloadavg()[0]  # the 1-minute load average of this shared machine (wall-clock context)
-    start = time.perf_counter()
 
     envs = [MAenv(args.scenario, args.continuous_actions) for _ in range(args.envs)]
     eval_envs = [MAenv(args.scenario, args.continuous_actions) for _ in range(min(10, args.final_eval_episodes))]
@@ -221,16 +258,17 @@ def main() -> None:
             agent.restore(os.path.join(args.restore, f"agent_{i}"))
     memory = JointReplayMemory(MEMORY_SIZE, env.obs_shape_n, env.act_shape_n)
 
-    curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
-    curve = csv.writer(curve_file)
-    curve.writerow(["env_steps", "wall_s", "eval_return_mean", "eval_return_std", "train_return_mean",
-                    "steps_per_s"])
-    obs = [e.reset(seed=args.seed * 1_000 + k) for k, e in enumerate(envs)]
-    ep_return, ep_len = np.zeros(args.envs), np.zeros(args.envs, np.int64)
-    train_returns, eval_returns, reached, updates, critic_loss = [], np.array([np.nan]), False, 0, float("nan")
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step", mininterval=2.0)
-    step = 0
-    while step < args.total_steps and not reached:
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(memory=memory, rng=rng, envs=EnvGenerators(envs), **{f"agent{i}": alg for i, alg in enumerate(algs)})
+    # ep_len 0: the env starts an episode at the next step (the evaluation envs are seeded anew each time)
+    c = ckpt.track(step=0, ep_return=np.zeros(args.envs), ep_len=np.zeros(args.envs, np.int64), train_returns=[],
+                   eval_returns=np.array([np.nan]), reached=False, updates=0, critic_loss=float("nan"))
+    ckpt.start()  # (a resumed run continues from its checkpoint: counters, memory, networks, Adam, generators)
+    obs = [None] * args.envs
+    bar = tqdm(total=args.total_steps, initial=c.step, disable=args.no_progress, unit="step", mininterval=2.0)
+    while c.step < args.total_steps and not c.reached:
+        for k in np.flatnonzero(c.ep_len == 0):  # a new episode: seeded at the run's start, then each env's stream
+            obs[k] = envs[k].reset(seed=args.seed * 1_000 + k if c.step == 0 else None)
         obs_n = by_agent(obs)
         act_n = act(algs, obs_n, ops, explore=True)
         next_obs, rewards, terminated = [], np.zeros((args.envs, env.n), np.float32), np.zeros(args.envs, bool)
@@ -238,47 +276,50 @@ def main() -> None:
             o, reward_n, done_n, _ = e.step([a[k] for a in act_n])
             rewards[k] = reward_n
             next_obs.append(o)
-            ep_len[k] += 1
-            ep_return[k] += sum(reward_n)
+            c.ep_len[k] += 1
+            c.ep_return[k] += sum(reward_n)
             # mpe2 ends every episode at 25 steps (a truncation): only an earlier end is a termination
-            terminated[k] = all(done_n) and ep_len[k] < MAX_STEP_PER_EPISODE
-            if all(done_n) or ep_len[k] >= MAX_STEP_PER_EPISODE:
-                train_returns.append(ep_return[k])
-                summary.add_scalar("train/episode_return", ep_return[k], step + k + 1)
-                ep_return[k], ep_len[k] = 0.0, 0
-                o = e.reset()
-            obs[k] = o
+            terminated[k] = all(done_n) and c.ep_len[k] < MAX_STEP_PER_EPISODE
+            if all(done_n) or c.ep_len[k] >= MAX_STEP_PER_EPISODE:
+                c.train_returns = (c.train_returns + [float(c.ep_return[k])])[-100:]
+                run.scalar("train/episode_return", c.ep_return[k], c.step + k + 1)
+                c.ep_return[k], c.ep_len[k] = 0.0, 0  # (reset at the next step)
         memory.extend(obs_n, act_n, rewards, by_agent(next_obs), terminated)
+        obs = next_obs
         for _ in range(args.envs):  # PARL's per-step learn() call, which updates every --update-every env steps
-            step += 1
-            if step % args.update_every == 0 and memory.size > args.learning_starts:
-                critic_loss = update(algs, memory, rng, ops, functional)
-                updates += 1
+            c.step += 1
+            if c.step % args.update_every == 0 and memory.size > args.learning_starts:
+                c.critic_loss = update(algs, memory, rng, ops, functional)
+                c.updates += 1
         bar.update(args.envs)
-        if step % args.eval_every < args.envs or step >= args.total_steps:
-            eval_returns = evaluate(algs, eval_envs, args.eval_episodes if step < args.total_steps
-                                    else args.final_eval_episodes, ops)
-            wall = time.perf_counter() - start
-            recent = float(np.mean(train_returns[-100:])) if train_returns else float("nan")
-            curve.writerow([step, round(wall, 2), round(float(eval_returns.mean()), 3),
-                            round(float(eval_returns.std()), 3), round(recent, 3), round(step / wall, 1)])
-            curve_file.flush()
-            summary.add_scalar("eval/return_mean", float(eval_returns.mean()), step)
-            if updates:  # no loss before the first update (tensorboard warns on NaN)
-                summary.add_scalar("train/critic_loss", critic_loss, step)
+        if c.step % args.eval_every < args.envs or c.step >= args.total_steps:
+            c.eval_returns = evaluate(algs, eval_envs, args.eval_episodes if c.step < args.total_steps
+                                      else args.final_eval_episodes, ops)
+            wall = run.elapsed()
+            recent = float(np.mean(c.train_returns)) if c.train_returns else float("nan")
+            run.row({"env_steps": c.step, "wall_s": round(wall, 2),
+                     "eval_return_mean": round(float(c.eval_returns.mean()), 3),
+                     "eval_return_std": round(float(c.eval_returns.std()), 3), "train_return_mean": round(recent, 3),
+                     "steps_per_s": round(c.step / wall, 1)})
+            run.scalar("eval/return_mean", float(c.eval_returns.mean()), c.step)
+            if c.updates:  # no loss before the first update (tensorboard warns on NaN)
+                run.scalar("train/critic_loss", c.critic_loss, c.step)
             for key, value in algs[0].last_info.items():
-                summary.add_scalar(f"agent0/{key}", value, step)
-            bar.set_postfix(eval=f"{eval_returns.mean():.1f}", train=f"{recent:.1f}")
-            reached = args.target_return is not None and eval_returns.mean() >= args.target_return
+                run.scalar(f"agent0/{key}", value, c.step)
+            bar.set_postfix(eval=f"{c.eval_returns.mean():.1f}", train=f"{recent:.1f}")
+            c.reached = args.target_return is not None and bool(c.eval_returns.mean() >= args.target_return)
+        if not c.ep_len.any():  # every env between two episodes: the only point an mpe2 world can be rebuilt
+            ckpt.maybe_save(c.step)
     bar.close()
-    curve_file.close()
-    if step < args.total_steps or len(eval_returns) != args.final_eval_episodes:  # stopped early: a final evaluation
+    eval_returns = c.eval_returns
+    if c.step < args.total_steps or len(eval_returns) != args.final_eval_episodes:  # stopped early: a final evaluation
         eval_returns = evaluate(algs, eval_envs, args.final_eval_episodes, ops)
-    wall = time.perf_counter() - start
     os.makedirs(os.path.join(logdir, "model"), exist_ok=True)
     for i, agent in enumerate(agents):
         agent.save(os.path.join(logdir, "model", f"agent_{i}"))
-    result = {
+    run.close()
+    wall = run.elapsed()
+    result = run.write_summary({
         "algorithm": "MADDPG", "backend": args.backend, "device": str(algs[0].device), "scenario": args.scenario,
         "env_id": f"mpe2:{env.env.metadata['name']}", "env_version": env.env_version,
         "continuous_actions": args.continuous_actions,
@@ -286,14 +327,12 @@ def main() -> None:
         "eval_return_mean": float(eval_returns.mean()), "eval_return_std": float(eval_returns.std()),
         "eval_episodes": int(len(eval_returns)),
         "reward_unit": f"episode return summed over the {env.n} agents (PARL's metric); rewards: {env.reward_unit}",
-        "env_steps": step, "updates_per_agent": updates, "wall_s": round(wall, 3),
-        "steps_per_s": round(step / wall, 1), "cpu_s": round(time.process_time(), 1),
+        "env_steps": c.step, "updates_per_agent": c.updates, "wall_s": round(wall, 3),
+        "steps_per_s": round(c.step / wall, 1), "cpu_s": round(time.process_time(), 1),
         "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)],
-        "target_return": args.target_return, "reached": bool(reached),
-    }
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    summary.flush()
+        "target_return": args.target_return, "reached": c.reached,
+    })
+    ckpt.finish(c.step)
     print(json.dumps(result))
 
 

@@ -28,14 +28,21 @@ Usage::
     python examples/maml/train.py --algo maml++ --seed 0 --logdir runs/maml/mamlpp-seed0
     python examples/maml/train.py --algo maml++ --restore runs/maml/mamlpp-seed0/checkpoint.pt  # resume
 
+    # killed, pre-empted or stopped with Ctrl-C: continue exactly where the last checkpoint left off
+    python examples/maml/train.py --algo maml++ --seed 0 --resume runs/maml/mamlpp-seed0
+
 Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv`` (epoch, meta_updates, wall_s, train_query_mse,
-test_mse, test_mse_ci95), tensorboard scalars and ``<logdir>/checkpoint.pt`` (after every epoch).
+test_mse, test_mse_ci95), tensorboard scalars, ``<logdir>/checkpoint.pt`` (after every epoch: the algorithm,
+epoch, curve and sampler state, which ``--restore`` continues from, in the same or another folder) and
+``<logdir>/checkpoint.npz`` every ``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end (see
+docs/long_runs.md), between two meta-updates: the network, the inner learning rates, Adam's state, the task
+sampler's generator, the epoch and meta-update counters and the epoch's training losses so far, from which
+``--resume DIR`` continues bit for bit.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -47,7 +54,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from parl.utils import atomic_write, summary
+from parl.utils import Checkpointer, RunLog, add_run_args, atomic_write
 from parl_algorithms.sine_tasks import SineTaskDistribution
 from parl_algorithms.torch.maml import MAML  # torch only: not parl.algorithms.MAML, which follows PARL_BACKEND
 from parl_core.torch import Model
@@ -62,6 +69,7 @@ TRAIN_TASKS = 1600
 SUPPORT, TRAIN_QUERY, TEST_QUERY = 5, 10, 100
 TEST_TASKS = 10_000
 TEST_BATCHES = 100  # PARL's confidence interval is over the means of 100 batches of 100 tasks
+CURVE_COLUMNS = ("epoch", "meta_updates", "wall_s", "train_query_mse", "test_mse", "test_mse_ci95")
 
 
 class SineMLP(Model):
@@ -149,8 +157,10 @@ def main() -> None:
         help="size of the fixed training pool (PARL); 0 draws new tasks for every meta-batch",
     )
     parser.add_argument("--test-tasks", type=int, default=TEST_TASKS)
-    parser.add_argument("--restore", default=None, help="a checkpoint.pt written by an earlier run (resumes)")
+    parser.add_argument("--restore", default=None,
+                        help="a checkpoint.pt written by an earlier run: continue after its last epoch")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     args = parser.parse_args()
     for name in ("epochs", "iters_per_epoch", "meta_batch_size", "inner_steps", "test_tasks"):
         if getattr(args, name) < 1:
@@ -165,9 +175,8 @@ def main() -> None:
     if args.restore and not os.path.isfile(args.restore):
         parser.error(f"--restore {args.restore}: no such file; pass the checkpoint.pt of an earlier run")
     torch.set_num_threads(1)
-    logdir = args.logdir or os.path.join("runs", "maml", f"{args.algo}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "maml", f"{args.algo}-seed{args.seed}")
+    run = RunLog(logdir)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     tasks = SineTaskDistribution()
@@ -178,23 +187,34 @@ def main() -> None:
     except ValueError as err:
         parser.error(str(err))
     device = alg.device
-    start_epoch, curve_rows, wall_before = 0, [], 0.0
-    if args.restore:
+
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args))
+    ckpt.register(alg=alg, rng=rng)
+    # epoch / iteration: the meta-update in progress; curve: the rows of curve.csv, for checkpoint.pt;
+    # wall_before: the wall clock of the epochs of a --restore'd run
+    c = ckpt.track(epoch=0, iteration=0, train_mse=[], curve=[], wall_before=0.0)
+    ckpt.start()  # (a resumed run continues from its checkpoint: network, inner lrs, Adam, sampler, counters)
+    if args.restore and not ckpt.resumed:
         state = torch.load(args.restore, map_location=device, weights_only=True)  # (plain containers: no code runs)
         alg.load_state_dict(state["algorithm"])
-        start_epoch, curve_rows, wall_before = state["epoch"], state["curve"], state["wall_s"]
         rng.bit_generator.state = state["rng"]
-    start = time.perf_counter() - wall_before
+        c.epoch, c.wall_before = state["epoch"], state["wall_s"]
+        c.curve = [dict(zip(CURVE_COLUMNS, values, strict=True)) for values in state["curve"]]
+        for row in c.curve:
+            run.row(row)
+
+    def wall() -> float:
+        return c.wall_before + run.elapsed()
+
     bar = tqdm(
         total=args.epochs * args.iters_per_epoch,
-        initial=start_epoch * args.iters_per_epoch,
+        initial=c.epoch * args.iters_per_epoch + c.iteration,
         disable=args.no_progress,
         unit="meta-update",
     )
-    test_mse, ci = float("nan"), float("nan")
-    for epoch in range(start_epoch, args.epochs):
-        train_mse = []
-        for _ in range(args.iters_per_epoch):
+    for epoch in range(c.epoch, args.epochs):
+        while c.iteration < args.iters_per_epoch:
+            ckpt.maybe_save(epoch * args.iters_per_epoch + c.iteration)  # between two meta-updates
             if pool is not None:
                 batch = tasks.resplit(pool[rng.choice(len(pool), args.meta_batch_size, replace=False)], SUPPORT, rng)
             else:
@@ -206,35 +226,34 @@ def main() -> None:
                 ),
                 epoch=epoch,
             )
-            train_mse.append(alg.last_info["train/query_mse"])
+            c.train_mse.append(alg.last_info["train/query_mse"])
+            c.iteration += 1
             bar.update(1)
         step = (epoch + 1) * args.iters_per_epoch
         for key, value in alg.last_info.items():
-            summary.add_scalar(key, value, step)
+            run.scalar(key, value, step)
         test_mse, ci = evaluate(alg, test_tasks, device)
-        summary.add_scalar("test/mse", test_mse, step)
-        curve_rows.append(
-            [epoch + 1, step, round(time.perf_counter() - start, 3), float(np.mean(train_mse)), test_mse, ci]
-        )
+        run.scalar("test/mse", test_mse, step)
+        row = dict(zip(CURVE_COLUMNS, [epoch + 1, step, round(wall(), 3), float(np.mean(c.train_mse)), test_mse, ci],
+                       strict=True))
+        c.curve.append(row)
+        run.row(row)
+        c.epoch, c.iteration, c.train_mse = epoch + 1, 0, []
         bar.set_postfix(test_mse=f"{test_mse:.3f}")
         with atomic_write(os.path.join(logdir, "checkpoint.pt")) as f:  # (whole or not at all, if killed)
             torch.save(
                 {
                     "algorithm": alg.state_dict(),
-                    "epoch": epoch + 1,
-                    "curve": curve_rows,
-                    "wall_s": time.perf_counter() - start,
+                    "epoch": c.epoch,
+                    "curve": [list(r.values()) for r in c.curve],
+                    "wall_s": wall(),
                     "rng": rng.bit_generator.state,
                 },
                 f,
             )
-        with open(os.path.join(logdir, "curve.csv"), "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["epoch", "meta_updates", "wall_s", "train_query_mse", "test_mse", "test_mse_ci95"])
-            writer.writerows(curve_rows)
     bar.close()
-    if curve_rows:
-        test_mse, ci = curve_rows[-1][4], curve_rows[-1][5]
+    test_mse, ci = (c.curve[-1]["test_mse"], c.curve[-1]["test_mse_ci95"]) if c.curve else (float("nan"), float("nan"))
+    run.close()
     result = {
         "algo": args.algo,
         "seed": args.seed,
@@ -250,12 +269,12 @@ def main() -> None:
         "per_step_bn": args.per_step_bn,
         "first_order": args.first_order,
         "train_tasks": args.train_tasks,
-        "wall_s": round(time.perf_counter() - start, 3),
+        "wall_s": round(wall(), 3),
         "cpu_s": round(time.process_time(), 3),
     }
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
+    with atomic_write(os.path.join(logdir, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)
-    summary.flush()
+    ckpt.finish(args.epochs * args.iters_per_epoch)
     print(json.dumps(result))
 
 

@@ -20,12 +20,14 @@ from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-TIMING = {"wall_s", "train_wall_s", "cpu_s", "collect_s", "env_steps_per_s", "loadavg", "resumed", "tstart"}
+TIMING = {"wall_s", "train_wall_s", "cpu_s", "collect_s", "env_steps_per_s", "steps_per_s", "loadavg", "resumed",
+          "tstart"}
 PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
     # name: (example folder, args on a tiny budget)
     "a2c": ("a2c", ["--total-steps", "6400"]),
+    "coma": ("coma", ["--total-steps", "1500", "--num-envs", "2", "--eval-every", "500", "--eval-episodes", "3"]),
     "cql": ("cql", ["--collect-steps", "400", "--learning-starts", "200", "--gradient-steps", "300",
                     "--policy-eval-start", "100", "--eval-every", "100"]),
     "dqn": ("dqn", ["--total-steps", "2400"]),
@@ -37,6 +39,9 @@ CASES = {
                   "--eval-every", "200", "--target-return", "1e9"]),
     "iql": ("iql", ["--collect-steps", "400", "--learning-starts", "200", "--gradient-steps", "600",
                     "--eval-every", "100", "--target-return", "1e9"]),
+    "maddpg": ("maddpg", ["--total-steps", "1600", "--learning-starts", "400", "--eval-every", "800",
+                          "--eval-episodes", "2", "--final-eval-episodes", "2"]),
+    "maml": ("maml", ["--epochs", "4", "--iters-per-epoch", "30", "--train-tasks", "64", "--test-tasks", "100"]),
     "oac": ("oac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "ppo": ("ppo", ["--total-steps", "2560"]),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1", "--total-steps", "6144"]),

@@ -170,6 +170,12 @@ class MultiAgentEnv:
         """Which actions each agent may take now, bool [n_agents, n_actions] (all True for Box; False marks padding)."""
         return self._avail.copy()
 
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The random generator of the env package's own env (``unwrapped.np_random``: gymnasium's for LBF and RWARE,
+        mpe2's own): the state a checkpoint saves so that a resumed run draws what the uninterrupted one would."""
+        return self._env.unwrapped.np_random
+
     def render(self) -> Any:
         """Renders through the env (make it with ``render_mode=...``)."""
         return self._env.render()
