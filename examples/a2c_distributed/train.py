@@ -56,7 +56,7 @@ import parl
 from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env import is_minatar, make_minatar
 from parl.utils import Checkpointer, RunLog, add_run_args, compute_gae, logger
-from parl_algorithms.torch.nets import MLP
+from parl_algorithms.torch.nets import MLP, paddle_conv_init_
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorPool
@@ -136,10 +136,11 @@ class AtariModel(Model):
 
     def __init__(self, num_actions: int):
         super().__init__()
-        self.torso = nn.Sequential(nn.Conv2d(4, 32, 8, stride=4, padding=1), nn.ReLU(),
-                                   nn.Conv2d(32, 64, 4, stride=2, padding=2), nn.ReLU(),
-                                   nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
-                                   nn.Linear(64 * 9 * 9, 512), nn.ReLU())
+        # convolutions initialised as paddle's (PARL's models; with torch's default the features are ~10x smaller)
+        self.torso = paddle_conv_init_(nn.Sequential(nn.Conv2d(4, 32, 8, stride=4, padding=1), nn.ReLU(),
+                                                     nn.Conv2d(32, 64, 4, stride=2, padding=2), nn.ReLU(),
+                                                     nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
+                                                     nn.Linear(64 * 9 * 9, 512), nn.ReLU()))  # paddle's init, as PARL's
         self.policy_fc = nn.Linear(512, num_actions)
         self.value_fc = nn.Linear(512, 1)
 

@@ -57,6 +57,7 @@ from parl.algorithms.torch import IMPALA  # torch, explicitly: an actor process 
 from parl.env import is_minatar, make_minatar
 from parl.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, wrap_deepmind
 from parl.utils import PiecewiseScheduler, atomic_write, summary
+from parl_algorithms.torch.nets import paddle_conv_init_
 from parl_core.env.envpool_atari import INSTALL_HINT, EnvPoolAtari, envpool_available
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorPool
@@ -119,24 +120,11 @@ class MLPModel(Model):
         return self.v(obs)
 
 
-def paddle_conv_init_(torso: nn.Sequential) -> nn.Sequential:
-    """PaddlePaddle's default initialisation of its convolutions, which PARL's models get: weights N(0, 2 / fan_in)
-    (He et al. 2015), biases 0. (torch's default, uniform weights of variance 1 / (3 fan_in) and uniform biases, makes
-    these torsos' features nearly constant across frames at the start; most of their units then die in training and
-    nothing is learned: measured on Pong, features' standard deviation over frames 0.0005 with torch's default,
-    0.0087 with this one.) Returns ``torso``."""
-    for layer in torso:
-        if isinstance(layer, nn.Conv2d):
-            fan_in = layer.in_channels * layer.kernel_size[0] * layer.kernel_size[1]
-            nn.init.normal_(layer.weight, 0.0, (2.0 / fan_in) ** 0.5)
-            nn.init.zeros_(layer.bias)
-    return torso
-
-
 class AtariModel(Model):
     """Conv torso shared by the policy and value heads, for stacked frames uint8/float32 [B, 4, 42, 42]
     (pixel values 0..255; PARL's 42x42 IMPALA Atari setting); convolutions initialised as paddle's
-    (:func:`paddle_conv_init_`)."""
+    (``parl_algorithms.torch.nets.paddle_conv_init_``; with torch's default this torso's features are about 10x
+    smaller, most of its units died in training and Pong was not learned)."""
 
     def __init__(self, num_actions: int, dim: int = 42):
         super().__init__()
@@ -165,7 +153,7 @@ class AtariModel(Model):
 
 class ParlAtariModel(Model):
     """PARL's ``examples/IMPALA/atari_model.py`` in torch, for stacked frames [B, 4, 42, 42] (pixels 0..255): convs
-    16x4x4/2, 32x4x4/2, 256x11x11 (to 1x1), initialised as paddle initialises them (:func:`paddle_conv_init_`),
+    16x4x4/2, 32x4x4/2, 256x11x11 (to 1x1), initialised as paddle initialises them (``paddle_conv_init_``),
     then linear policy and value heads initialised N(0, 1) as PARL's."""
 
     def __init__(self, num_actions: int, dim: int = 42):

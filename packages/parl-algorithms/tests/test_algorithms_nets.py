@@ -138,3 +138,41 @@ def test_batched_mlp_default_init_and_bad_arguments(backend):
         nets.BatchedMLP.stack([nets.MLP([3, 6, 2]), nets.MLP([3, 5, 2])])
     with pytest.raises(ValueError, match="num_layers"):
         nets.BatchedMLP.stack([nets.MLP([3, 6, 2])], num_layers=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_paddle_conv_init_draws_he_normal_weights_and_zero_biases(backend):
+    fw, nn, nets, ops = _backend(backend)
+    ops.seed(0)
+    conv = nn.Conv2d if backend == "torch" else nn.Conv2D
+    net = nets.paddle_conv_init_(nn.Sequential(conv(4, 64, 8, stride=4), nn.ReLU(), conv(64, 256, 11)))
+    for layer, fan_in in ((net[0], 4 * 8 * 8), (net[2], 64 * 11 * 11)):
+        w = ops.to_numpy(layer.weight)
+        assert abs(w.mean()) < 0.05 * w.std() and w.std() == pytest.approx((2.0 / fan_in) ** 0.5, rel=0.05)
+        assert not ops.to_numpy(layer.bias).any()
+
+
+def test_paddle_conv_init_gives_impalas_torso_features_that_depend_on_the_frame():
+    """With torch's default initialisation, PARL's IMPALA torso's features are about 10x smaller and differ between
+    two Pong-like frames by much less than with paddle's (what PARL's model gets)."""
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from parl_algorithms.torch.nets import paddle_conv_init_
+
+    def torso():
+        return nn.Sequential(nn.Conv2d(4, 16, 4, stride=2, padding=1), nn.ReLU(),
+                             nn.Conv2d(16, 32, 4, stride=2, padding=2), nn.ReLU(), nn.Conv2d(32, 256, 11), nn.ReLU(),
+                             nn.Flatten())
+
+    frames = torch.full((2, 4, 42, 42), 87.0)
+    frames[0, :, 20, 10], frames[1, :, 20, 30] = 236.0, 236.0  # a ball in two places
+    frames[:, :, 5:8, 38] = 147.0  # a paddle
+    spread = {}
+    for name, init in (("torch", lambda net: net), ("paddle", paddle_conv_init_)):
+        torch.manual_seed(0)
+        net = init(torso())
+        with torch.no_grad():
+            h = net(frames / 255.0)
+        spread[name] = (float((h[0] - h[1]).abs().mean()), float(h.mean()))
+    assert spread["paddle"][0] > 3 * spread["torch"][0] and spread["paddle"][1] > 3 * spread["torch"][1], spread

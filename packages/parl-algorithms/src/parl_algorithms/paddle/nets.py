@@ -18,7 +18,7 @@ from paddle.framework import in_dynamic_mode
 
 from parl_algorithms._validation import mlp_activation, mlp_sizes
 
-__all__ = ["MLP", "BatchedLinear", "BatchedMLP", "orthogonal_init_"]
+__all__ = ["MLP", "BatchedLinear", "BatchedMLP", "orthogonal_init_", "paddle_conv_init_"]
 
 _ACTIVATIONS = {"relu": F.relu, "tanh": paddle.tanh}
 
@@ -185,4 +185,18 @@ def orthogonal_init_(net: MLP, gain: float, out_gain: float) -> MLP:
         nn.initializer.Orthogonal(gain=gain)(layer.weight)
         zeros(layer.bias)
     nn.initializer.Orthogonal(gain=out_gain)(net.layers[-1].weight)
+    return net
+
+
+def paddle_conv_init_(net: nn.Layer) -> nn.Layer:
+    """Paddle's default initialisation of convolutions, applied again in place to every ``nn.Conv2D`` of ``net``:
+    weights N(0, 2 / fan_in) (He et al. 2015), biases 0 (the torch twin gives torch models the same). Returns
+    ``net``."""
+    zeros = nn.initializer.Constant(0.0)
+    for layer in net.sublayers(include_self=True):
+        if isinstance(layer, nn.Conv2D):
+            kernel = layer.weight.shape  # [out, in / groups, kh, kw]
+            nn.initializer.Normal(0.0, (2.0 / (kernel[1] * kernel[2] * kernel[3])) ** 0.5)(layer.weight)
+            if layer.bias is not None:
+                zeros(layer.bias)
     return net

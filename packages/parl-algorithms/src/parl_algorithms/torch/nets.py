@@ -18,7 +18,7 @@ from torch import nn
 
 from parl_algorithms._validation import mlp_activation, mlp_sizes
 
-__all__ = ["MLP", "BatchedLinear", "BatchedMLP", "orthogonal_init_"]
+__all__ = ["MLP", "BatchedLinear", "BatchedMLP", "orthogonal_init_", "paddle_conv_init_"]
 
 _ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh}
 
@@ -161,4 +161,20 @@ def orthogonal_init_(net: MLP, gain: float, out_gain: float) -> MLP:
         nn.init.orthogonal_(layer.weight, gain=gain)
         nn.init.zeros_(layer.bias)
     nn.init.orthogonal_(net.layers[-1].weight, gain=out_gain)
+    return net
+
+
+def paddle_conv_init_(net: nn.Module) -> nn.Module:
+    """PaddlePaddle's default initialisation of convolutions, in place, for every ``nn.Conv2d`` of ``net``: weights
+    N(0, 2 / fan_in) (He et al. 2015, "Delving Deep into Rectifiers"), biases 0; what PARL's Atari models get.
+    torch's default (uniform weights of variance 1 / (3 fan_in), uniform biases) makes the features of PARL's
+    IMPALA torso about 10x smaller on Pong frames (mean 0.018 against 0.169, standard deviation over frames 0.0005
+    against 0.0087); trained so, from PARL's configuration, 84 % of its units were dead after 0.8M agent steps and its
+    value function flat over frames. Returns ``net``."""
+    for layer in net.modules():
+        if isinstance(layer, nn.Conv2d):
+            fan_in = layer.in_channels // layer.groups * layer.kernel_size[0] * layer.kernel_size[1]
+            nn.init.normal_(layer.weight, 0.0, (2.0 / fan_in) ** 0.5)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
     return net
