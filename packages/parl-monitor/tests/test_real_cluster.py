@@ -218,10 +218,10 @@ def test_browser_against_real_cluster(cluster, clients, browser, artifacts_dir):
 def test_metrics_from_the_light_reply_equal_those_from_the_full_snapshot(cluster, clients):
     """``/metrics`` asks the master for its metrics reply (no client or actor lists); the figures it gives are those
     the full snapshot gives."""
-    from parl_remote.cluster_client import ClusterClient
     from prometheus_client.parser import text_string_to_metric_families
 
     from parl_monitor.metrics import _cluster_families
+    from parl_remote.cluster_client import ClusterClient
 
     with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as cc:
         light, full = cc.status(metrics=True), cc.status()

@@ -3,8 +3,9 @@
 A custom collector (``ClusterCollector``) turns the latest status of the cluster (``MonitorState.metrics_status``: the
 snapshot the pages read when a fresh one is cached, else the master's lighter metrics reply, without the client and
 actor lists; a scrape every second asks the master at most once per ``CACHE_TTL_S``) into metric families at each
-scrape; nothing is kept in global metrics. Each app has its own ``CollectorRegistry`` (``app.extensions["parl_monitor_metrics"]``) holding that collector
-and the monitor's own request-latency histogram. Importing this module registers nothing anywhere.
+scrape; nothing is kept in global metrics. Each app has its own ``CollectorRegistry``
+(``app.extensions["parl_monitor_metrics"]``) holding that collector and the monitor's own request-latency
+histogram. Importing this module registers nothing anywhere.
 
 ``METRICS`` lists every metric served: ``(name as exposed, type, unit, labels, meaning)``; the package README's
 table is checked against it.
