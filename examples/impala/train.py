@@ -121,23 +121,31 @@ class MLPModel(Model):
 
 
 class AtariModel(Model):
-    """Conv torso shared by the policy and value heads, for stacked frames uint8/float32 [B, 4, 42, 42]
-    (pixel values 0..255; PARL's 42x42 IMPALA Atari setting); convolutions initialised as paddle's
-    (``parl_algorithms.torch.nets.paddle_conv_init_``; with torch's default this torso's features are about 10x
-    smaller, most of its units died in training and Pong was not learned)."""
+    """PARL's IMPALA torso (convs 16x4x4/2, 32x4x4/2, 256x11x11 to 1x1) shared by the policy and value heads, for
+    stacked frames uint8/float32 [B, 4, 42, 42] (pixel values 0..255; PARL's 42x42 IMPALA Atari setting), with
+    orthogonal initialisation (Saxe et al. 2014; gain sqrt(2) for the convolutions, 0.01 for the policy head, 1 for
+    the value head) and zero biases, as PARL's torch A2C / PPO Atari models.
+
+    (PARL's own heads are drawn N(0, 1) (``--config parl``, :class:`ParlAtariModel`): their large initial values
+    make the value loss shrink the torso's features, and on this machine's runs most of its units were dead within
+    0.4M agent steps, with the value function flat over frames.)"""
 
     def __init__(self, num_actions: int, dim: int = 42):
         super().__init__()
-        self.torso = paddle_conv_init_(nn.Sequential(nn.Conv2d(4, 16, 8, stride=4), nn.ReLU(),
-                                                     nn.Conv2d(16, 32, 4, stride=2), nn.ReLU(), nn.Flatten()))
+        self.torso = nn.Sequential(nn.Conv2d(4, 16, 4, stride=2, padding=1), nn.ReLU(),
+                                   nn.Conv2d(16, 32, 4, stride=2, padding=2), nn.ReLU(),
+                                   nn.Conv2d(32, 256, 11), nn.ReLU(), nn.Flatten())
         with torch.no_grad():
             flat = self.torso(torch.zeros(1, 4, dim, dim)).shape[1]
-        self.fc = nn.Sequential(nn.Linear(flat, 256), nn.ReLU())
-        self.pi = nn.Linear(256, num_actions)
-        self.v = nn.Linear(256, 1)
+        self.pi = nn.Linear(flat, num_actions)
+        self.v = nn.Linear(flat, 1)
+        for layer, gain in [*((m, 2 ** 0.5) for m in self.torso if isinstance(m, nn.Conv2d)), (self.pi, 0.01),
+                            (self.v, 1.0)]:
+            nn.init.orthogonal_(layer.weight, gain)
+            nn.init.zeros_(layer.bias)
 
     def _features(self, obs):
-        return self.fc(self.torso(obs / 255.0))
+        return self.torso(obs / 255.0)
 
     def policy_and_value(self, obs):
         """(logits float32 [B, num_actions], value float32 [B, 1]) in one pass of the torso."""
