@@ -254,3 +254,36 @@ def test_bad_flags_are_named(monkeypatch, capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         train.main()
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"", b"\x80\x04not a checkpoint" * 10, "pickled code"])
+def test_a_bad_checkpoint_is_refused_naming_the_file_and_the_fix(tmp_path, monkeypatch, content):
+    """--restore loads tensors, numbers and strings only (``weights_only``): a damaged file, or one that would run code
+    when unpickled, is refused with the fix named, and nothing in it is executed."""
+    pytest.importorskip("pyspiel", reason="pip install 'parl-algorithms[open_spiel]' (nox installs it)")
+    import train
+
+    bad = tmp_path / "checkpoint.pt"
+    if content == "pickled code":
+        import torch
+
+        torch.save({"model": {}, "payload": _Boom(tmp_path / "boom")}, bad)
+    else:
+        bad.write_bytes(content)
+    monkeypatch.setattr(sys, "argv", ["train.py", "--restore", str(bad), "--logdir", str(tmp_path / "run"),
+                                      "--channels", "8", "--blocks", "1"])
+    with pytest.raises(SystemExit) as exc:
+        train.main()
+    message = str(exc.value.code)
+    assert str(bad) in message and "start afresh without --restore" in message
+    assert not (tmp_path / "boom").exists()
+
+
+class _Boom:
+    """An object whose unpickling would create a file (what a malicious checkpoint could do)."""
+
+    def __init__(self, path: pathlib.Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))

@@ -46,7 +46,7 @@ from torch import nn
 from tqdm import tqdm
 
 import parl
-from parl.utils import logger, summary
+from parl.utils import atomic_write, logger, summary
 from parl_core.torch import Model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -345,10 +345,16 @@ def main() -> None:
                bot_simulations=args.bot_simulations)  # fmt: skip
     start_iter, curve_rows, wall_before, cpu_before, history, games_total = 0, [], 0.0, 0.0, [], 0
     if args.restore:
-        state = torch.load(args.restore, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
+        try:  # tensors, numbers and strings only: nothing in the file is executed
+            state = torch.load(args.restore, map_location=device, weights_only=True)
+            model.load_state_dict(state["model"])
+        except Exception as err:  # torch raises RuntimeError, EOFError, pickle errors, KeyError ... on a bad file
+            raise SystemExit(f"--restore {args.restore}: not a readable checkpoint.pt of this example "
+                             f"({type(err).__name__}); pass another run's checkpoint.pt, or start afresh "
+                             f"without --restore") from None
         optimizer.load_state_dict(state["optimizer"])
-        start_iter, curve_rows, history = state["iteration"], state["curve"], state["history"]
+        start_iter, curve_rows = state["iteration"], state["curve"]
+        history = [{k: v.numpy() for k, v in h.items()} for h in state["history"]]
         wall_before, cpu_before, games_total = state["wall_s"], state["cpu_s"], state["games"]
         rng.bit_generator.state = state["rng"]
     start, cpu_start = time.perf_counter() - wall_before, time.process_time()
@@ -457,10 +463,13 @@ def main() -> None:
         bar.update(1)
         bar.set_postfix(games_s=f"{args.games_per_iteration / self_play_s:.1f}", loss=f"{loss_pi + loss_v:.3f}",
                         win=f"{last_eval.get('win_rate_vs_mcts', float('nan')):.2f}")  # fmt: skip
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration,
-                    "curve": curve_rows, "history": history, "wall_s": time.perf_counter() - start, "cpu_s": cpu_s(),
-                    "games": games_total, "rng": rng.bit_generator.state, "net": net_cfg},
-                   os.path.join(logdir, "checkpoint.pt"))  # fmt: skip
+        with atomic_write(os.path.join(logdir, "checkpoint.pt")) as f:  # the previous one stays until this is whole
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration,
+                        "curve": [[v.item() if isinstance(v, np.generic) else v for v in row] for row in curve_rows],
+                        "wall_s": time.perf_counter() - start, "cpu_s": cpu_s(),
+                        "history": [{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in h.items()}
+                                    for h in history],
+                        "games": games_total, "rng": rng.bit_generator.state, "net": net_cfg}, f)  # fmt: skip
         with open(os.path.join(logdir, "curve.csv"), "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(CURVE_COLUMNS)
