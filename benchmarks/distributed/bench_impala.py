@@ -159,7 +159,8 @@ def run_rllib(args: argparse.Namespace) -> dict:
 
         register_env("parl_atari", make)
         env = "parl_atari"
-        model = DefaultModelConfig(conv_filters=[[16, 8, 4], [32, 4, 2], [256, 4, 1]], conv_activation="relu",
+        # the example's torso (PARL's IMPALA model): 42 -> 21 -> 11 ("same" padding) -> 1x1x256 (the last "valid")
+        model = DefaultModelConfig(conv_filters=[[16, 4, 2], [32, 4, 2], [256, 11, 1]], conv_activation="relu",
                                    head_fcnet_hiddens=[], vf_share_layers=True)
     else:
         model = DefaultModelConfig(fcnet_hiddens=[64, 64], fcnet_activation="tanh", vf_share_layers=False)

@@ -267,6 +267,20 @@ def drop_foreign_init_doc(obj: Any, lines: list[str]) -> None:
                 break
 
 
+PADDLE_TWINS = "parl_algorithms.paddle."
+
+
+def point_paddle_twin_to_torch(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A class of ``parl_algorithms.paddle`` keeps the first line of its docstring and points to its torch twin's
+    entry, which documents the arguments, shapes and errors both share (the paddle page would repeat them all)."""
+    if what != "class" or not name.startswith(PADDLE_TWINS) or "." in name[len(PADDLE_TWINS):]:
+        return
+    twin = f"parl_algorithms.{name[len(PADDLE_TWINS):]}"
+    first = next((line for line in lines if line.strip()), "")
+    lines[:] = [first, "", f"The PaddlePaddle twin of :class:`{twin}`: see that entry for its arguments, "
+                "methods, shapes, dtypes and errors (the same here, with ``paddle.Tensor`` inputs and outputs)."]
+
+
 def _check_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
     if what in ("class", "exception"):
         had_text = any(line.strip() for line in lines)
@@ -342,6 +356,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", _builder_inited)
     app.connect("source-read", _source_read)
     app.connect("autodoc-process-docstring", _check_docstring)
+    app.connect("autodoc-process-docstring", point_paddle_twin_to_torch)
     app.connect("autodoc-process-bases", _hide_private_bases)
     app.connect("env-check-consistency", _check_coverage)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

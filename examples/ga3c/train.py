@@ -117,7 +117,7 @@ class AtariModel(Model):
 
     def __init__(self, num_actions: int, dim: int):
         super().__init__()
-        # convolutions initialised as paddle's (PARL's models; with torch's default the features are ~10x smaller)
+        # convolutions initialised as paddle initialises PARL's model (torch's default draws smaller weights)
         self.torso = paddle_conv_init_(nn.Sequential(nn.Conv2d(4, 32, 8, stride=4, padding=1), nn.ReLU(),
                                                      nn.Conv2d(32, 64, 4, stride=2, padding=2), nn.ReLU(),
                                                      nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten()))

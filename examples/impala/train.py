@@ -124,11 +124,8 @@ class AtariModel(Model):
     """PARL's IMPALA torso (convs 16x4x4/2, 32x4x4/2, 256x11x11 to 1x1) shared by the policy and value heads, for
     stacked frames uint8/float32 [B, 4, 42, 42] (pixel values 0..255; PARL's 42x42 IMPALA Atari setting), with
     orthogonal initialisation (Saxe et al. 2014; gain sqrt(2) for the convolutions, 0.01 for the policy head, 1 for
-    the value head) and zero biases, as PARL's torch A2C / PPO Atari models.
-
-    (PARL's own heads are drawn N(0, 1) (``--config parl``, :class:`ParlAtariModel`): their large initial values
-    make the value loss shrink the torso's features, and on this machine's runs most of its units were dead within
-    0.4M agent steps, with the value function flat over frames.)"""
+    the value head) and zero biases, as PARL's torch A2C / PPO Atari models. (``--config parl`` keeps PARL's own
+    initialisation: :class:`ParlAtariModel`.)"""
 
     def __init__(self, num_actions: int, dim: int = 42):
         super().__init__()

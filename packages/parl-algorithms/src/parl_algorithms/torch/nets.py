@@ -169,8 +169,7 @@ def paddle_conv_init_(net: nn.Module) -> nn.Module:
     N(0, 2 / fan_in) (He et al. 2015, "Delving Deep into Rectifiers"), biases 0; what PARL's Atari models get.
     torch's default (uniform weights of variance 1 / (3 fan_in), uniform biases) makes the features of PARL's
     IMPALA torso about 10x smaller on Pong frames (mean 0.018 against 0.169, standard deviation over frames 0.0005
-    against 0.0087); trained so, from PARL's configuration, 84 % of its units were dead after 0.8M agent steps and its
-    value function flat over frames. Returns ``net``."""
+    against 0.0087). Returns ``net``."""
     for layer in net.modules():
         if isinstance(layer, nn.Conv2d):
             fan_in = layer.in_channels // layer.groups * layer.kernel_size[0] * layer.kernel_size[1]

@@ -134,6 +134,7 @@ class Master(Scheduling):
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
         self._status_cache: tuple[int, float, list] | None = None  # (generation, built at, payload) of STATUS
+        self._metrics_cache: tuple[int, float, list] | None = None  # the same for STATUS {"metrics": True}
         # the reply to a heartbeat (request id 0, no body) is always the same message: encoded and signed once
         self._heartbeat_ack = protocol.encode(self.signer, MsgType.REPLY, 0, serialization.dumps(None))
         self._debug = logger.isEnabledFor(logging.DEBUG)
@@ -428,18 +429,21 @@ class Master(Scheduling):
         """``STATUS``: the snapshot (built at most once per change of the cluster, and reused for up to
         ``STATUS_CACHE_S`` seconds while only heartbeat metrics change), or with body ``{"summary": True}`` only
         its totals and counts (what ``xparl status`` prints; no list, whatever the cluster's size), or with body
-        ``{"metrics": True}`` those and the workers list (what the monitor's ``/metrics`` reads)."""
+        ``{"metrics": True}`` those and the workers list (what the monitor's ``/metrics`` reads; cached as the
+        snapshot is)."""
         body = msg.body()
         if isinstance(body, dict) and body.get("summary"):
             self._reply(msg, status_summary(self))
             return
-        if isinstance(body, dict) and body.get("metrics"):
-            self._reply(msg, status_metrics(self))
-            return
+        metrics = isinstance(body, dict) and bool(body.get("metrics"))
         now = time.monotonic()
-        cached = self._status_cache
+        cached = self._metrics_cache if metrics else self._status_cache
         if cached is None or cached[0] != self.generation or now - cached[1] > config.get("STATUS_CACHE_S"):
-            cached = self._status_cache = (self.generation, now, serialization.dumps(self.status()))
+            cached = (self.generation, now, serialization.dumps(status_metrics(self) if metrics else self.status()))
+            if metrics:
+                self._metrics_cache = cached
+            else:
+                self._status_cache = cached
         zmq_io.send(self.sock, self.signer, MsgType.REPLY, msg.req_id, payload=cached[2], identity=self.sender,
                     flags=zmq.NOBLOCK)  # fmt: skip
 
