@@ -243,15 +243,15 @@ def main() -> None:
     obs_shape = envs.single_observation_space.shape
     act_dim = envs.single_action_space.shape[0] if continuous else int(envs.single_action_space.n)
     action_scale = float(envs.single_action_space.high[0]) if continuous else None
-    if atari:
-        parl.set_backend("torch")
-        model = atari_model(act_dim)
+    if atari:  # torch, explicitly (whatever backend the process has selected)
+        model, PPO = atari_model(act_dim), importlib.import_module("parl_algorithms.torch").PPO
     else:
         model = define_model(args.backend)(obs_shape[0], act_dim, continuous, cfg["hidden"])  # selects the backend
-    alg = parl.algorithms.PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
-                              entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
-                              use_clipped_value_loss=cfg.get("clipped_value_loss", False), norm_adv=True,
-                              continuous_action=continuous, device=args.device)
+        PPO = parl.algorithms.PPO
+    alg = PPO(model, clip_param=cfg["clip_param"], value_loss_coef=cfg["value_loss_coef"],
+              entropy_coef=cfg["entropy_coef"], initial_lr=cfg["lr"], eps=1e-5, max_grad_norm=0.5,
+              use_clipped_value_loss=cfg.get("clipped_value_loss", False), norm_adv=True,
+              continuous_action=continuous, device=args.device)
 
     obs_buf = np.zeros((t_len, n, *obs_shape), envs.single_observation_space.dtype if atari else np.float32)
     act_buf = np.zeros((t_len, n, act_dim), np.float32) if continuous else np.zeros((t_len, n), np.int64)

