@@ -231,7 +231,7 @@ def main() -> None:
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)
     if "threads" in cfg:  # the Nature CNN's convolutions use both cores
-        __import__("torch").set_num_threads(cfg["threads"])
+        importlib.import_module("torch").set_num_threads(cfg["threads"])
     np.random.seed(args.seed)
 
     n, t_len = cfg["num_envs"], cfg["n_steps"]

@@ -133,8 +133,8 @@ class Master(Scheduling):
         self.vacancy = VacancyIndex()  # workers with a vacant job (scheduling.py)
         self._capacity: dict | None = None  # capacity(), summed once per change
         self.generation = 0  # counts changes of workers, jobs, clients and actors (``_changed``)
-        self._status_cache: tuple[int, float, list] | None = None  # (generation, built at, payload) of STATUS
-        self._metrics_cache: tuple[int, float, list] | None = None  # the same for STATUS {"metrics": True}
+        # STATUS replies by kind ("full", "metrics"): (generation, built at, payload)
+        self._status_cache: dict[str, tuple[int, float, list]] = {}
         # the reply to a heartbeat (request id 0, no body) is always the same message: encoded and signed once
         self._heartbeat_ack = protocol.encode(self.signer, MsgType.REPLY, 0, serialization.dumps(None))
         self._debug = logger.isEnabledFor(logging.DEBUG)
@@ -435,15 +435,12 @@ class Master(Scheduling):
         if isinstance(body, dict) and body.get("summary"):
             self._reply(msg, status_summary(self))
             return
-        metrics = isinstance(body, dict) and bool(body.get("metrics"))
+        kind = "metrics" if isinstance(body, dict) and body.get("metrics") else "full"
         now = time.monotonic()
-        cached = self._metrics_cache if metrics else self._status_cache
+        cached = self._status_cache.get(kind)
         if cached is None or cached[0] != self.generation or now - cached[1] > config.get("STATUS_CACHE_S"):
-            cached = (self.generation, now, serialization.dumps(status_metrics(self) if metrics else self.status()))
-            if metrics:
-                self._metrics_cache = cached
-            else:
-                self._status_cache = cached
+            snapshot = status_metrics(self) if kind == "metrics" else self.status()
+            cached = self._status_cache[kind] = (self.generation, now, serialization.dumps(snapshot))
         zmq_io.send(self.sock, self.signer, MsgType.REPLY, msg.req_id, payload=cached[2], identity=self.sender,
                     flags=zmq.NOBLOCK)  # fmt: skip
 
