@@ -11,9 +11,9 @@ on a GPU"): the policy lives only in the learner; actors hold environments and a
             (values from the predictor; the last one bootstraps) go on the TRAINING queue
         predictor thread: takes every request waiting on the prediction queue, one batched A3C.sample on
             them all, answers each agent thread
-        trainer thread: takes unrolls from the training queue until it has --train-batch transitions, one
-            A3C.learn; the predictor already uses the new weights for the next request (no weight copies:
-            the policy lag of GA3C is the few steps an unroll spans)
+        trainer (the main thread): takes unrolls from the training queue until it has --train-batch
+            transitions, one A3C.learn; the predictor already uses the new weights for the next request (no
+            weight copies: the policy lag of GA3C is the few steps an unroll spans)
         a dead actor (ActorDiedError in its agent thread) is logged with its cause and replaced by that
         thread (parl_remote.ActorPool.call); its unfinished unroll is dropped, every other thread goes on
         CartPole: once the training return is near the target, evaluate 10 greedy episodes; stop at the target
@@ -26,9 +26,19 @@ Usage::
     python examples/ga3c/train.py --actors 2 --seed 0                     # embedded local cluster
     xparl start --port 8010 --cpu-num 4 && python examples/ga3c/train.py --address localhost:8010
     python examples/ga3c/train.py --env PongNoFrameskip-v4 --actors 8      # Atari (PARL's config, 42x42)
+    python examples/ga3c/train.py --actors 2 --seed 0 --resume runs/ga3c/CartPole-v1-seed0   # after a kill
 
-Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...) and
-tensorboard scalars (``train/*``, ``eval/return_mean``, ``time/*``).
+Writes ``<logdir>/summary.json`` (eval_return_mean, eval_episodes, env_steps, wall_s, reached, ...),
+``<logdir>/curve.csv`` (``env_steps``, ``wall_s``, ``episode_return``: a row per finished training episode, at
+the env steps of the update after it; on Atari a whole game, unclipped) and tensorboard scalars (``train/*``,
+``eval/return_mean``, ``time/*``).
+
+Long runs (``parl.utils`` run harness, docs/long_runs.md): a checkpoint (``<logdir>/checkpoint.npz``: the
+learner's network and optimizer, counters, recent returns, RNGs, the curve's length and the clock) every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end, between two updates; ``--resume DIR`` goes on
+from it. The actors' games and the unrolls not yet learned from are not in it: a resumed run's actors start new
+games. Sampling is asynchronous (which actor's unroll the trainer takes first depends on timing), so a resumed
+run, like two uninterrupted runs of one seed, is not bit-exact.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ import os
 import queue
 import threading
 import time
-from collections import deque
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -50,7 +60,7 @@ from tqdm import tqdm
 import parl
 from parl.algorithms.torch import A3C  # torch, explicitly: an actor process does not inherit set_backend
 from parl.env import is_minatar, make_minatar
-from parl.utils import compute_gae, logger, summary
+from parl.utils import Checkpointer, CheckpointError, RunLog, add_run_args, compute_gae, logger
 from parl_algorithms.torch.nets import MLP, paddle_conv_init_
 from parl_core.torch import Model  # (with paddle installed, PARL's default backend is paddle)
 from parl_remote import ActorDiedError, ActorPool
@@ -191,24 +201,29 @@ class Actor:
 
 
 class Learner:
-    """The policy, the prediction and training queues, and the threads that serve them."""
+    """The policy, the prediction and training queues, and the threads that serve them.
 
-    def __init__(self, args: argparse.Namespace, cfg: dict, model: Model, start: float):
-        self.args, self.cfg, self.start = args, cfg, start
-        self.alg = A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
-                                       reduction=cfg["reduction"], device=args.device)
+    Args:
+        args: the command line.
+        cfg: the env's settings (``CONFIGS`` with the flags applied).
+        alg: the A3C whose model the predictor serves and the trainer updates.
+        c: the run's counters (``Checkpointer.track``): ``env_steps``, ``updates``, ``recent`` (the last 20
+            training returns), ``generation`` (actors each slot has had), ``actors_replaced``, the predictor's
+            ``predictions`` and ``predict_batches``, the agent threads' ``step_calls``, ``step_call_s``,
+            ``step_env_s`` and ``predict_wait_s``.
+    """
+
+    def __init__(self, args: argparse.Namespace, cfg: dict, alg: A3C, c: SimpleNamespace) -> None:
+        self.args, self.cfg, self.alg, self.c = args, cfg, alg, c
         self.prediction_queue: queue.Queue = queue.Queue()
         self.training_queue: queue.Queue = queue.Queue(maxsize=4 * args.actors)  # bounds the policy lag
         self.answers = [queue.Queue(maxsize=1) for _ in range(args.actors)]
         self.stop = threading.Event()
-        self.lock = threading.Lock()  # counters and the list of finished episodes
-        self.recent: deque[float] = deque(maxlen=20)
-        self.env_steps = self.predictions = self.predict_batches = 0
-        self.step_calls, self.step_call_s, self.step_env_s, self.predict_wait_s = 0, 0.0, 0.0, 0.0  # agent waits
-        self.actor_pids: dict[int, int] = {}
-        self.generation = [0] * args.actors
-        self.actors: ActorPool | None = None  # start_actors()
-        self.ready_s = float("nan")  # when the first actors were up, seconds after start
+        self.lock = threading.Lock()  # the counters and `finished`
+        self.finished: list[float] = []  # returns of the episodes ended since the trainer last took them
+        self.actors: ActorPool | None = None  # start()
+        self.threads: list[threading.Thread] = []
+        self.replaced_before = c.actors_replaced  # by the earlier parts of a resumed run
         self.error: BaseException | None = None  # what stopped a thread, re-raised by main()
 
     def guarded(self, target, *args) -> None:
@@ -230,28 +245,39 @@ class Learner:
                 continue
         return None
 
-    # -- actors and agent threads ------------------------------------------------------------------
+    # -- actors and threads ------------------------------------------------------------------------
     def new_actor(self, ident: int) -> Actor:
-        seed = self.args.seed * 100_000 + ident * 1000 + self.generation[ident] * 100
+        seed = self.args.seed * 100_000 + ident * 1000 + self.c.generation[ident] * 100
         actor = Actor(self.args.env, self.cfg["envs_per_actor"], self.cfg, seed)
-        self.generation[ident] += 1
-        self.actor_pids[ident] = actor.pid()
-        logger.info("actor %d started, pid=%d", ident, self.actor_pids[ident])
+        self.c.generation[ident] += 1
+        logger.info("actor %d started, pid=%d", ident, actor.pid())
         return actor
 
-    def start_actors(self) -> None:
-        """One actor per agent thread, started in parallel; each thread replaces its own when it dies (the
-        pool logs it and raises ActorDiedError in that thread: the unfinished unroll is dropped)."""
+    def start(self) -> None:
+        """Starts the actors (in parallel; each agent thread replaces its own when it dies: the pool logs it and
+        raises ActorDiedError in that thread, whose unfinished unroll is dropped), the predictor and the agents."""
         self.actors = ActorPool(self.new_actor, self.args.actors, on_death="report", logger=logger)
-        self.ready_s = time.perf_counter() - self.start
+        self.threads = [threading.Thread(target=self.guarded, args=(self.run_predictor,), name="predictor",
+                                         daemon=True)]
+        self.threads += [threading.Thread(target=self.guarded, args=(self.run_agent, i), name=f"agent-{i}",
+                                          daemon=True) for i in range(self.args.actors)]
+        for thread in self.threads:
+            thread.start()
 
     @property
     def replaced(self) -> int:
-        return self.actors.replacements if self.actors is not None else 0
+        """Actors replaced in the whole run (the earlier parts of a resumed run included)."""
+        return self.replaced_before + (self.actors.replacements if self.actors is not None else 0)
+
+    def shutdown(self) -> None:
+        """Stops the predictor and agent threads (an agent waits for its actor's step at most 10 s)."""
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=10)
 
     def run_agent(self, ident: int) -> None:
         """Drives one remote actor: asks the predictor for actions, steps the actor, queues finished unrolls."""
-        T, E = self.cfg["unroll_length"], self.cfg["envs_per_actor"]
+        T, E, c = self.cfg["unroll_length"], self.cfg["envs_per_actor"], self.c
         actors = self.actors
         obs = actors.call(ident, "reset_obs")
         buf = dict(obs=np.empty((T + 1, *obs.shape), obs.dtype), actions=np.empty((T + 1, E), np.int64),
@@ -283,11 +309,11 @@ class Learner:
             prev_done = terminated | truncated
             t += 1
             with self.lock:
-                self.recent.extend(returns)
-                self.step_calls += 1
-                self.step_call_s += time.perf_counter() - stepped
-                self.step_env_s += env_s
-                self.predict_wait_s += answered - asked
+                self.finished += returns
+                c.step_calls += 1
+                c.step_call_s += time.perf_counter() - stepped
+                c.step_env_s += env_s
+                c.predict_wait_s += answered - asked
 
     def enqueue_unroll(self, buf: dict) -> None:
         T = self.cfg["unroll_length"]
@@ -326,8 +352,8 @@ class Learner:
             for ident, o in requests:
                 self.answers[ident].put((actions[start:start + len(o)], values[start:start + len(o)]))
                 start += len(o)
-            self.predictions += len(requests)
-            self.predict_batches += 1
+            self.c.predictions += len(requests)
+            self.c.predict_batches += 1
 
     # -- trainer -----------------------------------------------------------------------------------
     def next_batch(self) -> tuple[dict, int] | None:
@@ -359,41 +385,48 @@ def evaluate(alg: A3C, env_id: str, cfg: dict, seed: int) -> float:
     return float(returns.mean())
 
 
-def train(learner: Learner, bar: tqdm, start: float) -> dict:
-    """The trainer loop (run in its own thread): learn from batches until the budget or the target is reached."""
-    alg, cfg, args = learner.alg, learner.cfg, learner.args
-    updates, eval_mean, reached = 0, float("nan"), False
-    while learner.env_steps < cfg["total_steps"] and not reached:
+def train(learner: Learner, run: RunLog, ckpt: Checkpointer, bar: tqdm) -> None:
+    """The trainer loop (the main thread): learn from batches until the budget or the target is reached.
+
+    After each update (between two updates: the learner is consistent) ``ckpt.maybe_save`` writes a checkpoint
+    when one is due, or on SIGTERM / Ctrl-C, and then raises ``SystemExit``.
+    """
+    alg, cfg, args, c = learner.alg, learner.cfg, learner.args, learner.c
+    while c.env_steps < cfg["total_steps"] and not c.reached:
         item = learner.next_batch()
         if item is None:
-            break
+            return
         batch, steps = item
         alg.learn(torch.as_tensor(batch["obs"], dtype=torch.float32), torch.from_numpy(batch["actions"]),
                   torch.from_numpy(batch["advantages"]), torch.from_numpy(batch["target_values"]), cfg["lr"],
                   cfg["entropy_coeff"])
-        updates += 1
         with learner.lock:
-            learner.env_steps += steps
-            recent = list(learner.recent)
-        env_steps, wall_s = learner.env_steps, time.perf_counter() - start
-        mean_return = float(np.mean(recent)) if recent else 0.0
+            c.updates += 1
+            c.env_steps += steps
+            returns, learner.finished = learner.finished, []
+        wall_s = run.elapsed()
+        for ret in returns:
+            run.row({"env_steps": c.env_steps, "wall_s": round(wall_s, 3), "episode_return": ret})
+        c.recent = (c.recent + returns)[-20:]
+        mean_return = float(np.mean(c.recent)) if c.recent else 0.0
         bar.update(steps)
-        bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{mean_return:.1f}", refresh=False)
-        if updates % 10 == 0:
+        bar.set_postfix(fps=f"{c.env_steps / wall_s:.0f}", ret=f"{mean_return:.1f}", refresh=False)
+        if c.updates % 10 == 0:
             for key, value in alg.get_info().items():
-                summary.add_scalar(key, value, env_steps)
-            summary.add_scalar("train/episode_return", mean_return, env_steps)
-            summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
-            summary.add_scalar("time/predict_batch_requests", learner.predictions / max(learner.predict_batches, 1),
-                               env_steps)
-        if updates % 25 == 0:
-            logger.info("update %d, env steps %d, %.0f frames/s, training return %.1f", updates, env_steps,
-                        env_steps / wall_s, mean_return)
-        if len(recent) >= 10 and mean_return >= cfg["eval_trigger"] and updates % 5 == 0:
-            eval_mean = evaluate(alg, args.env, cfg, args.seed)
-            summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-            reached = eval_mean >= cfg["target_return"]
-    return dict(updates=updates, eval_mean=eval_mean, reached=reached)
+                run.scalar(key, value, c.env_steps)
+            run.scalar("train/episode_return", mean_return, c.env_steps)
+            run.scalar("time/env_steps_per_s", c.env_steps / wall_s, c.env_steps)
+            run.scalar("time/predict_batch_requests", c.predictions / max(c.predict_batches, 1), c.env_steps)
+        if c.updates % 25 == 0:
+            logger.info("update %d, env steps %d, %.0f frames/s, training return %.1f", c.updates, c.env_steps,
+                        c.env_steps / wall_s, mean_return)
+        if len(c.recent) >= 10 and mean_return >= cfg["eval_trigger"] and c.updates % 5 == 0:
+            c.eval_mean = evaluate(alg, args.env, cfg, args.seed)
+            run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+            c.reached = c.eval_mean >= cfg["target_return"]
+        with learner.lock:  # (the agent threads' counters hold still while they are saved)
+            c.actors_replaced = learner.replaced
+            ckpt.maybe_save(c.env_steps)
 
 
 def main() -> None:
@@ -414,6 +447,7 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
     if args.actors < 1:
         parser.error("--actors must be >= 1")
@@ -423,12 +457,11 @@ def main() -> None:
     for key in ("envs_per_actor", "unroll_length", "train_batch", "lr", "total_steps", "target_return"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
-    logdir = args.logdir or os.path.join("runs", "ga3c", f"{args.env.replace('/', '_')}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "ga3c", f"{args.env.replace('/', '_')}-seed{args.seed}")
+    t0 = time.perf_counter()
+    run = RunLog(logdir)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    start = time.perf_counter()
 
     probe = make_envs(args.env, 1, cfg)
     space = probe.single_action_space
@@ -437,64 +470,61 @@ def main() -> None:
     model = AtariModel(int(space.n), cfg["dim"]) if "dim" in cfg else \
         MLPModel(probe.single_observation_space.shape[0], int(space.n), cfg["hidden"])
     probe.close()
+    alg = A3C(model, vf_loss_coeff=cfg["vf_loss_coeff"], max_grad_norm=cfg["max_grad_norm"],
+              reduction=cfg["reduction"], device=args.device)
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args),
+                        ignore=("address", "actors"))  # (the cluster and its size may change between the parts)
+    ckpt.register(alg=alg)
+    c = ckpt.track(env_steps=0, updates=0, recent=[], eval_mean=float("nan"), reached=False,
+                   generation=[0] * args.actors, actors_replaced=0, predictions=0, predict_batches=0, step_calls=0,
+                   step_call_s=0.0, step_env_s=0.0, predict_wait_s=0.0)
+    try:
+        ckpt.start()  # a resumed run continues from its checkpoint: learner, counters, RNGs, curve, clock
+    except CheckpointError as err:
+        raise SystemExit(f"--resume: {err}") from None
+    c.generation += [0] * (args.actors - len(c.generation))
     if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
-        # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
-        os.environ.setdefault("XPARL_PRELOAD", "torch,gymnasium,parl_core.torch,parl_algorithms.torch")
         parl.connect(cpu_num=args.actors + 1)
     else:
         parl.connect(args.address)
-    learner = Learner(args, cfg, model, start)
-    learner.start_actors()
-    bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="frame", smoothing=0.05)
-    outcome: dict = {}
-    threads = [threading.Thread(target=learner.guarded, args=(learner.run_predictor,), name="predictor", daemon=True)]
-    threads += [threading.Thread(target=learner.guarded, args=(learner.run_agent, i), name=f"agent-{i}", daemon=True)
-                for i in range(args.actors)]
-    trainer = threading.Thread(target=learner.guarded, args=(lambda: outcome.update(train(learner, bar, start)),),
-                               name="trainer", daemon=True)
-    interrupted = False
-    for thread in (*threads, trainer):
-        thread.start()
+    learner = Learner(args, cfg, alg, c)
+    learner.start()
+    actors_ready_s = time.perf_counter() - t0
+    bar = tqdm(total=cfg["total_steps"], initial=c.env_steps, disable=args.no_progress, unit="frame",
+               smoothing=0.05)
     try:
-        trainer.join()
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop and still write the summary
-        interrupted = True
-    learner.stop.set()
-    bar.close()
-    for thread in threads:
-        thread.join(timeout=10)
+        train(learner, run, ckpt, bar)
+    except BaseException:  # a SIGTERM / Ctrl-C (checkpoint saved, SystemExit) or an error
+        learner.shutdown()
+        parl.disconnect()
+        raise
+    finally:
+        bar.close()
+    learner.shutdown()
     if learner.error is not None:
         parl.disconnect()
         raise SystemExit(f"GA3C stopped: {type(learner.error).__name__}: {learner.error}")
-    updates, eval_mean, reached = outcome.get("updates", 0), outcome.get("eval_mean", float("nan")), \
-        outcome.get("reached", False)
-    eval_source = "greedy"
-    if not reached:
+    eval_source, last_games = "greedy", c.recent[-EVAL_EPISODES:]
+    if not c.reached:
         if is_atari(args.env):  # greedy Atari games take minutes: report the last training games instead
-            last_games = list(learner.recent)[-EVAL_EPISODES:]
-            eval_mean, eval_source = (float(np.mean(last_games)) if last_games else float("nan")), "train_episodes"
+            c.eval_mean, eval_source = (float(np.mean(last_games)) if last_games else float("nan")), "train_episodes"
         else:
-            eval_mean = evaluate(learner.alg, args.env, cfg, args.seed)
-            summary.add_scalar("eval/return_mean", eval_mean, learner.env_steps)
-            reached = eval_mean >= cfg["target_return"]
-    wall_s = time.perf_counter() - start
-    result = {"env": args.env, "algorithm": "GA3C", "seed": args.seed, "actors": args.actors,
-              "envs_per_actor": cfg["envs_per_actor"], "unroll_length": cfg["unroll_length"],
-              "eval_return_mean": eval_mean,
-              "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
-              "eval_source": eval_source, "env_steps": learner.env_steps, "updates": updates,
-              "wall_s": round(wall_s, 3), "actors_ready_s": round(learner.ready_s, 3),
-              "env_steps_per_s": round(learner.env_steps / wall_s, 1),
-              "predict_batch_requests": round(learner.predictions / max(learner.predict_batches, 1), 2),
-              "step_call_ms": round(1000 * learner.step_call_s / max(learner.step_calls, 1), 3),
-              "step_env_ms": round(1000 * learner.step_env_s / max(learner.step_calls, 1), 3),
-              "predict_wait_ms": round(1000 * learner.predict_wait_s / max(learner.step_calls, 1), 3),
-              "actors_replaced": learner.replaced, "reached": reached, "interrupted": interrupted,
-              "target_return": cfg["target_return"],
-              "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
-    summary.flush()
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
+            c.eval_mean = evaluate(alg, args.env, cfg, args.seed)
+            run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+            c.reached = c.eval_mean >= cfg["target_return"]
+    run.close()
+    wall_s, calls = run.elapsed(), max(c.step_calls, 1)
+    result = run.write_summary({
+        "env": args.env, "algorithm": "GA3C", "seed": args.seed, "actors": args.actors,
+        "envs_per_actor": cfg["envs_per_actor"], "unroll_length": cfg["unroll_length"],
+        "eval_return_mean": c.eval_mean, "eval_episodes": EVAL_EPISODES if eval_source == "greedy" else len(last_games),
+        "eval_source": eval_source, "env_steps": c.env_steps, "updates": c.updates, "wall_s": round(wall_s, 3),
+        "actors_ready_s": round(actors_ready_s, 3), "env_steps_per_s": round(c.env_steps / wall_s, 1),
+        "predict_batch_requests": round(c.predictions / max(c.predict_batches, 1), 2),
+        "step_call_ms": round(1000 * c.step_call_s / calls, 3), "step_env_ms": round(1000 * c.step_env_s / calls, 3),
+        "predict_wait_ms": round(1000 * c.predict_wait_s / calls, 3), "actors_replaced": learner.replaced,
+        "reached": c.reached, "resumed": ckpt.resumed, "target_return": cfg["target_return"]})
+    ckpt.finish(c.env_steps)
     parl.disconnect()
     print(json.dumps(result))
 

@@ -1,7 +1,8 @@
 """The distributed examples (examples/a2c_distributed, examples/ga3c): as real subprocesses on the embedded local
-cluster, a tiny budget (exact exit code and summary values) and a learn-to-threshold run of each, marked slow,
-during which one actor's process is killed with SIGKILL (the run must log the ActorDiedError, replace the actor
-and still reach the target); in process, each example's actor and CNN on Atari frames (wrap_deepmind)."""
+cluster, a tiny budget (exact exit code and summary values), a run stopped by SIGTERM and resumed with --resume,
+and a learn-to-threshold run of each, marked slow, during which one actor's process is killed with SIGKILL (the run
+must log the ActorDiedError, replace the actor and still reach the target); in process, each example's actor and
+CNN on Atari frames (wrap_deepmind)."""
 
 import importlib.util
 import json
@@ -20,6 +21,8 @@ import pytest
 import torch
 from test_algorithms_examples import EXAMPLES, ROOT, run_example
 
+from parl_core.utils.run import read_checkpoint
+
 
 def command(name, logdir, *args):
     return [sys.executable, str(EXAMPLES / name / "train.py"), "--actors", "2", "--logdir", str(logdir),
@@ -32,7 +35,7 @@ def run_tiny(name, logdir, *args):
     assert result["eval_episodes"] == 10 and result["eval_source"] == "greedy"
     assert 8.0 <= result["eval_return_mean"] <= 500.0  # CartPole's range for a (nearly) untrained policy
     assert result["reached"] is False
-    assert result["resumed"] is False if name == "a2c_distributed" else result["interrupted"] is False
+    assert result["resumed"] is False
     assert result["wall_s"] > 0 and math.isclose(result["env_steps_per_s"], result["env_steps"] / result["wall_s"],
                                                   rel_tol=0.01)
     assert 0.0 < result["actors_ready_s"] < result["wall_s"]
@@ -89,6 +92,74 @@ def test_ga3c_tiny_budget(tmp_path):
     assert 1 <= result["updates"] <= result["env_steps"] // 256
     assert result["predict_batch_requests"] >= 1.0
     assert 0.0 < result["step_env_ms"] <= result["step_call_ms"]  # the round trip includes the env step
+    with open(tmp_path / "curve.csv") as f:
+        rows = f.read().splitlines()
+    assert rows[0] == "env_steps,wall_s,episode_return" and len(rows) > 10  # CartPole: short random episodes
+    steps = [int(r.split(",")[0]) for r in rows[1:]]
+    assert steps == sorted(steps) and steps[-1] <= result["env_steps"] and set(steps) <= set(range(256, 2000, 128))
+    final = read_checkpoint(tmp_path / "checkpoint.npz")
+    assert final["meta"]["finished"] is True and final["meta"]["step"] == result["env_steps"]
+
+
+def test_ga3c_stopped_by_sigterm_then_resumed(tmp_path):
+    """SIGTERM saves a checkpoint between two updates; --resume goes on from it to the budget. The actors start new
+    games and sampling is asynchronous (not bit-exact), but the counters, the learner, the curve and the clock go on."""
+    total = 12800
+    cmd = command("ga3c", tmp_path, "--total-steps", str(total), "--target-return", "1e9", "--checkpoint-every",
+                  "0.001")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+    try:
+        # stopped halfway (a checkpoint after each update): counters that started again from zero would show below
+        deadline = time.monotonic() + 240
+        while not ((tmp_path / "checkpoint.npz").exists()
+                   and read_checkpoint(tmp_path / "checkpoint.npz")["meta"]["step"] >= total // 2):
+            assert proc.poll() is None, proc.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, f"no checkpoint at >= {total // 2} env steps within 240 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, output[-3000:]
+    assert "SIGTERM: saved" in output and not (tmp_path / "summary.json").exists()
+    stopped = read_checkpoint(tmp_path / "checkpoint.npz")
+    stopped_at, counters = stopped["meta"]["step"], stopped["state"]["counters"]
+    assert stopped["meta"]["finished"] is False and total // 2 <= stopped_at == counters["env_steps"] < total
+    assert counters["generation"] == [1, 1] and counters["updates"] >= total // 2 // 512
+    curve = (tmp_path / "curve.csv").read_text()
+
+    done = subprocess.run([*cmd, "--resume", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=str(ROOT))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    result = json.loads((tmp_path / "summary.json").read_text())
+    assert result == json.loads(done.stdout.strip().splitlines()[-1])
+    assert f"resumed {tmp_path / 'checkpoint.npz'} at step {stopped_at}" in done.stdout + done.stderr
+    assert result["resumed"] is True and total <= result["env_steps"] < total + 4 * 128
+    # each update learns from 2-4 unrolls of 128 env steps: the updates after the checkpoint match the env steps
+    # after it only when both counters went on from the checkpoint
+    more_steps, more_updates = result["env_steps"] - stopped_at, result["updates"] - counters["updates"]
+    assert 2 * 128 * more_updates <= more_steps <= 4 * 128 * more_updates, (stopped_at, counters, result)
+    assert result["wall_s"] > stopped["meta"]["run"]["wall_s"]  # the clock went on too
+    final = read_checkpoint(tmp_path / "checkpoint.npz")
+    assert final["meta"]["finished"] is True and final["state"]["counters"]["generation"] == [2, 2]  # new games
+    # curve.csv: the rows up to the checkpoint as they were, then only rows after it (none twice)
+    new = (tmp_path / "curve.csv").read_text()
+    assert new.startswith(curve) and len(new) > len(curve)
+    kept = [int(line.split(",")[0]) for line in curve.splitlines()[1:]]
+    added = [int(line.split(",")[0]) for line in new[len(curve):].splitlines()]
+    assert kept and kept[-1] <= stopped_at < added[0] and added == sorted(added) and added[-1] <= result["env_steps"]
+
+
+def test_ga3c_resume_without_a_checkpoint_is_refused(tmp_path):
+    proc = subprocess.run([*command("ga3c", tmp_path), "--resume", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=str(ROOT))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-2000:]
+    assert f"--resume: no checkpoint at {tmp_path / 'checkpoint.npz'}" in proc.stderr
+    assert "start the run again without --resume" in proc.stderr and "Traceback" not in output
+    assert "actor 0 started" not in output and not (tmp_path / "summary.json").exists()  # refused before any actor
 
 
 def load_example(name):
