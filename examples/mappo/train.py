@@ -36,31 +36,35 @@ Usage::
     python examples/mappo/train.py --env Foraging-8x8-2p-2f-coop-v3 --separate-params
     python examples/mappo/train.py --backend paddle --total-steps 200000
 
+    # killed, pre-empted or stopped with Ctrl-C: the same command with --resume continues it
+    python examples/mappo/train.py --seed 0 --resume runs/mappo/mpe2_simple_spread_v3-seed0
+
 Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv`` (env_steps, wall_s, eval_return_mean, train_return_mean),
-tensorboard scalars and ``<logdir>/checkpoint/agent_<i>.ckpt`` (``--restore <that directory>`` resumes from it).
+tensorboard scalars and, at the end, ``<logdir>/checkpoint/agent_<i>.ckpt`` (``--restore <that directory>`` starts
+a run from these weights). Long runs (docs/long_runs.md): ``<logdir>/checkpoint.npz`` every ``--checkpoint-every``
+minutes, on SIGTERM / Ctrl-C and at the end, between two updates: the MAPPOs (networks, both Adams, PopArt's
+statistics), the minibatch generator, counters, recent returns, the process-wide generators, the curve's length
+and the clock. In-process it also holds what rebuilds each env's episode so far (:class:`Replayable`: mpe2's
+worlds and LBF's / RWARE's grids live in objects a checkpoint cannot hold), and ``--resume`` ends bit for bit as
+the uninterrupted run. With ``--actors`` the envs live in the collectors' processes: a resumed run continues the
+learner, optimizers, counters and curve, but its collectors start new episodes with new seeds (not bit-exact).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import functools
 import importlib
 import json
-import logging
 import os
 import time
-from collections import deque
 
 import numpy as np
 from tqdm import tqdm
 
 import parl
 from parl.env.multiagent import MultiAgentVectorEnv, make_multiagent_env
-from parl.utils import summary
+from parl.utils import Checkpointer, RunLog, add_run_args, logger
 from parl_algorithms import _mappo
-
-logger = logging.getLogger("mappo")
 
 # PARL's benchmark/torch/mappo/train.py (the MAPPO paper's MPE settings)
 LR = 7e-4
@@ -249,6 +253,41 @@ class Policies:
             alg.model.set_weights(w)
 
 
+class Replayable:
+    """A ``MultiAgentEnv`` (whose attributes it has) that keeps what rebuilds its episode so far: the seed, or the
+    state of its ``np_random``, that its last ``reset`` started from, and the actions since. The envs draw only from
+    ``np_random``, so :meth:`replay` rebuilds the env as it was, bit for bit, worlds and grids included."""
+
+    def __init__(self, env):
+        self.env, self.start, self.actions = env, {}, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.env, name)
+
+    def reset(self, seed: int | None = None):
+        self.start = {"seed": seed, "rng": None if seed is not None else self.env.np_random.bit_generator.state}
+        self.actions = []
+        return self.env.reset(seed=seed)
+
+    def step(self, actions):
+        self.actions.append(np.array(actions))
+        return self.env.step(actions)
+
+    def state_dict(self) -> dict:
+        """``{"start": {"seed", "rng"}, "actions": int64 [k, n_agents] or float32 [k, n_agents, act_dim]}``: the
+        episode's k steps so far."""
+        return {"start": self.start, "actions": np.array(self.actions)}
+
+    def replay(self, state: dict) -> tuple:
+        """Play the episode of a :meth:`state_dict` again; returns its last ``reset`` or ``step`` result."""
+        if state["start"]["rng"] is not None:
+            self.env.np_random.bit_generator.state = state["start"]["rng"]
+        out = self.reset(state["start"]["seed"])
+        for action in state["actions"]:
+            out = self.step(action)
+        return out
+
+
 class Collector:
     """E envs and a copy of the policies; one ``sample`` call = one unroll of T steps (in this process or, as
     :class:`Actor`, in a process of its own).
@@ -269,12 +308,13 @@ class Collector:
             importlib.import_module(f"parl_algorithms.{spec['backend']}.ops").seed(seed)  # also 1 torch thread
             policies = Policies(spec, device="cpu")
         self.policies, self.T = policies, unroll_length
-        self.envs = MultiAgentVectorEnv([functools.partial(make_multiagent_env, env_id, **env_kwargs)
+        self.envs = MultiAgentVectorEnv([lambda: Replayable(make_multiagent_env(env_id, **env_kwargs))
                                          for _ in range(num_envs)])
         _mappo.check_n_agents(self.envs.n_agents, policies=spec["n_agents"])
         self.obs, info = self.envs.reset(seed=seed)
         self.state, self.avail = info["state"], info["avail_actions"]
         self.low, self.high = self.envs.action_low, self.envs.action_high
+        self.ep_return = np.zeros((num_envs, self.envs.n_agents), np.float32)
 
     def pid(self) -> int:
         """This collector's process id (a test kills it)."""
@@ -289,7 +329,7 @@ class Collector:
             ``log_probs``, ``rewards`` float32 ``[T, E, n]``, ``values`` ``[T + 1, E, n]`` (normalised; the last
             row bootstraps), ``final_values`` ``[T, E, n]`` (V(final state) where an episode ended at t, else 0),
             ``terminated`` / ``truncated`` bool ``[T, E]``, ``episode_returns`` float32 ``[k, n]`` of the k
-            episodes that ended, ``env_s`` (seconds spent stepping the envs).
+            episodes that ended.
         """
         if weights is not None:
             self.policies.set_weights(weights)
@@ -300,26 +340,37 @@ class Collector:
                    log_probs=np.empty((T, E, n), np.float32), rewards=np.empty((T, E, n), np.float32),
                    values=np.empty((T + 1, E, n), np.float32), final_values=np.zeros((T, E, n), np.float32),
                    terminated=np.empty((T, E), bool), truncated=np.empty((T, E), bool))
-        actions, returns, env_s = [], [], 0.0
+        actions, returns = [], []
         for t in range(T):
             out["obs"][t], out["state"][t], out["avail"][t] = self.obs, self.state, self.avail
             out["values"][t], action, out["log_probs"][t] = self.policies.act(self.obs, self.state, self.avail)
             actions.append(action)
             if self.policies.continuous:
                 action = np.clip(action, self.low, self.high)
-            tic = time.perf_counter()
             self.obs, out["rewards"][t], out["terminated"][t], out["truncated"][t], info = self.envs.step(action)
-            env_s += time.perf_counter() - tic
             self.state, self.avail = info["state"], info["avail_actions"]
+            self.ep_return += out["rewards"][t]
             ended = out["terminated"][t] | out["truncated"][t]
             if ended.any():
-                returns.append(info["episode_return"][ended])
+                returns.append(self.ep_return[ended])
+                self.ep_return[ended] = 0.0
                 out["final_values"][t, ended] = self.policies.value(info["final_state"][ended])
         out["values"][T] = self.policies.value(self.state)
         out["actions"] = np.stack(actions)
         out["episode_returns"] = np.concatenate(returns) if returns else np.zeros((0, n), np.float32)
-        out["env_s"] = env_s
         return out
+
+    def state_dict(self) -> dict:
+        """Between two ``sample`` calls, what the next depends on besides the policies and torch's generator: each
+        env's episode so far (:meth:`Replayable.state_dict`) and the running returns float32 ``[E, n]``."""
+        return {"envs": [env.state_dict() for env in self.envs.envs], "ep_return": self.ep_return.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Replay each env's episode of a :meth:`state_dict` (ValueError: another number of envs)."""
+        for e, (env, saved) in enumerate(zip(self.envs.envs, state["envs"], strict=True)):
+            obs, *_, info = env.replay(saved)
+            self.obs[e], self.state[e], self.avail[e] = obs, info["state"], info["avail_actions"]
+        self.ep_return[:] = state["ep_return"]
 
 
 Actor = parl.remote_class(wait=False)(Collector)
@@ -363,8 +414,7 @@ def learn(policies: Policies, unrolls: list[dict], rng: np.random.Generator, ppo
 
 def evaluate(policies: Policies, env_id: str, env_kwargs: dict, episodes: int, seed: int) -> np.ndarray:
     """Team returns float32 ``[episodes]`` (summed over agents) of deterministic episodes, one per env, in parallel."""
-    envs = MultiAgentVectorEnv([functools.partial(make_multiagent_env, env_id, **env_kwargs)
-                                for _ in range(episodes)])
+    envs = MultiAgentVectorEnv([lambda: make_multiagent_env(env_id, **env_kwargs) for _ in range(episodes)])
     obs, info = envs.reset(seed=seed)
     state, avail = info["state"], info["avail_actions"]
     returns, done = np.zeros(episodes, np.float32), np.zeros(episodes, bool)
@@ -406,20 +456,20 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=32)
     parser.add_argument("--device", default="cpu", help="device of the learner: cpu, cuda, cuda:1 (paddle: gpu)")
     parser.add_argument("--logdir", default=None, help="default: runs/mappo/<env>-seed<seed>")
-    parser.add_argument("--restore", default=None, help="a checkpoint directory written by an earlier run")
+    parser.add_argument("--restore", default=None,
+                        help="start from the weights in this directory (agent_<i>.ckpt, written by an earlier run)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.actors < 0 or (args.actors and args.num_envs % args.actors):
         parser.error(f"--actors must be >= 0 and divide --num-envs ({args.num_envs})")
     env_kwargs, metric = env_setup(args.env, args.continuous_actions)
-    logdir = args.logdir or os.path.join("runs", "mappo", f"{args.env.replace(':', '_')}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
     ops = importlib.import_module(f"parl_algorithms.{args.backend}.ops")
     ops.seed(args.seed)  # (and one torch thread)
+    t0 = time.perf_counter()
+    run = RunLog(args.resume or args.logdir or os.path.join("runs", "mappo",
+                                                            f"{args.env.replace(':', '_')}-seed{args.seed}"))
     rng = np.random.default_rng(args.seed)
-    start = time.perf_counter()
 
     probe = make_multiagent_env(args.env, **env_kwargs)
     for space in probe.action_spaces:
@@ -438,22 +488,30 @@ def main() -> None:
             Agent(alg).restore(os.path.join(args.restore, f"agent_{i}.ckpt"))
 
     E, T = args.num_envs, args.unroll_length
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args),
+                        ignore=("address",))  # (the cluster may change between the parts of a run)
+    ckpt.register(rng=rng, **{f"mappo{i}": alg for i, alg in enumerate(policies.algs)})
     if args.actors == 0:
-        actors = [Actor._original(args.env, env_kwargs, E, T, spec, args.seed * 100_000, policies=policies)]
-        actors_ready_s = 0.0
-    else:
+        collector = Collector(args.env, env_kwargs, E, T, spec, args.seed * 100_000, policies=policies)
+        ckpt.register(collector=collector)
+    # `generation`: how many collectors each slot has had (a replacement, or a resumed run's, gets other seeds)
+    c = ckpt.track(env_steps=0, updates=0, recent=[], eval_mean=float("nan"), eval_std=float("nan"),
+                   next_eval=args.eval_every, evaluated_at=-1, generation=[0] * args.actors)
+    ckpt.start()  # a resumed run continues from its checkpoint: MAPPOs, counters, generators, envs, curve, clock
+    actors_ready_s = 0.0
+    if args.actors:
         if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
+            # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
             os.environ.setdefault("XPARL_PRELOAD", f"{args.backend},gymnasium,mpe2,parl_core.{args.backend},"
                                                    f"parl_algorithms.{args.backend}")
             parl.connect(cpu_num=args.actors + 1)
         else:
             parl.connect(args.address)
-        generation = [0] * args.actors
 
         def new_actor(slot: int) -> Actor:
             actor = Actor(args.env, env_kwargs, E // args.actors, T, spec,
-                          seed=args.seed * 100_000 + slot * 1000 + generation[slot] * 100)
-            generation[slot] += 1
+                          seed=args.seed * 100_000 + slot * 1000 + c.generation[slot] * 100)
+            c.generation[slot] += 1
             logger.info("actor %d started, pid=%d", slot, actor.pid().result())
             return actor
 
@@ -461,83 +519,68 @@ def main() -> None:
 
         # the actors start in parallel; a dead one is logged, replaced and asked again for its unroll
         actors = ActorPool(new_actor, args.actors, logger=logger)
-        actors_ready_s = time.perf_counter() - start
+        actors_ready_s = time.perf_counter() - t0
         logger.info("%d actors ready after %.1f s", args.actors, actors_ready_s)
 
-    steps_per_update = E * T
-    env_steps, updates, env_s, learn_s = 0, 0, 0.0, 0.0
-    recent: deque[float] = deque(maxlen=100)
-    eval_mean, eval_std, next_eval, interrupted = float("nan"), float("nan"), args.eval_every, False
-    evaluated_at = -1
-    curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
-    curve = csv.writer(curve_file)
-    curve.writerow(["env_steps", "wall_s", "eval_return_mean", "train_return_mean"])
-
     def run_eval() -> None:
-        nonlocal eval_mean, eval_std, evaluated_at
-        evaluated_at = env_steps
+        c.evaluated_at = c.env_steps
         returns = evaluate(policies, args.env, env_kwargs, args.eval_episodes, args.seed * 100_000 + 50_000) * scale
-        eval_mean, eval_std = float(returns.mean()), float(returns.std())
-        summary.add_scalar("eval/return_mean", eval_mean, env_steps)
-        curve.writerow([env_steps, round(time.perf_counter() - start, 3), eval_mean,
-                        float(np.mean(recent)) if recent else float("nan")])
-        curve_file.flush()
+        c.eval_mean, c.eval_std = float(returns.mean()), float(returns.std())
+        run.scalar("eval/return_mean", c.eval_mean, c.env_steps)
+        run.row({"env_steps": c.env_steps, "wall_s": round(run.elapsed(), 3), "eval_return_mean": c.eval_mean,
+                 "train_return_mean": float(np.mean(c.recent)) if c.recent else float("nan")})
 
-    bar = tqdm(total=args.total_steps, disable=args.no_progress, unit="step", smoothing=0.05)
+    steps_per_update = E * T
+    bar = tqdm(total=args.total_steps, initial=c.env_steps, disable=args.no_progress, unit="step", smoothing=0.05)
     try:
-        while env_steps + steps_per_update <= args.total_steps:
-            if args.actors == 0:
-                unrolls = [actors[0].sample()]
-            else:
-                unrolls = actors.call_all("sample", policies.get_weights())
-            env_s += max(u["env_s"] for u in unrolls)
-            tic = time.perf_counter()
+        while c.env_steps + steps_per_update <= args.total_steps:
+            unrolls = actors.call_all("sample", policies.get_weights()) if args.actors else [collector.sample()]
             info = learn(policies, unrolls, rng, args.ppo_epoch, args.num_mini_batch)
-            learn_s += time.perf_counter() - tic
-            updates += 1
-            env_steps += steps_per_update
+            c.updates += 1
+            c.env_steps += steps_per_update
             for unroll in unrolls:
-                recent.extend((unroll["episode_returns"].sum(-1) * scale).tolist())
+                c.recent = (c.recent + (unroll["episode_returns"].sum(-1) * scale).tolist())[-100:]
+            train_mean, wall_s = float(np.mean(c.recent)) if c.recent else 0.0, run.elapsed()
             bar.update(steps_per_update)
-            wall_s = time.perf_counter() - start
-            bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", train=f"{np.mean(recent) if recent else 0:.1f}",
-                            eval=f"{eval_mean:.1f}", refresh=False)
-            if updates % 10 == 0:
+            bar.set_postfix(fps=f"{c.env_steps / wall_s:.0f}", train=f"{train_mean:.1f}", eval=f"{c.eval_mean:.1f}",
+                            refresh=False)
+            if c.updates % 10 == 0:
                 for key, value in info.items():
-                    summary.add_scalar(key, value, env_steps)
-                summary.add_scalar("train/episode_return", float(np.mean(recent)) if recent else 0.0, env_steps)
-                summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
-            if updates % 50 == 0:
-                logger.info("update %d, env steps %d, %.0f steps/s, training return %.2f, eval %.2f", updates,
-                            env_steps, env_steps / wall_s, np.mean(recent) if recent else 0.0, eval_mean)
-            if env_steps >= next_eval:
+                    run.scalar(key, value, c.env_steps)
+                run.scalar("train/episode_return", train_mean, c.env_steps)
+                run.scalar("time/env_steps_per_s", c.env_steps / wall_s, c.env_steps)
+            if c.updates % 50 == 0:
+                logger.info("update %d, env steps %d, %.0f steps/s, training return %.2f, eval %.2f", c.updates,
+                            c.env_steps, c.env_steps / wall_s, train_mean, c.eval_mean)
+            if c.env_steps >= c.next_eval:
                 run_eval()
-                next_eval += args.eval_every
-    except KeyboardInterrupt:  # Ctrl-C: stop and still write the summary and the checkpoint
-        interrupted = True
+                c.next_eval += args.eval_every
+            ckpt.maybe_save(c.env_steps)  # between two updates (a SIGTERM / Ctrl-C: saved here, then the run exits)
+    except SystemExit:
+        if args.actors:
+            parl.disconnect()
+        raise
     bar.close()
-    if evaluated_at != env_steps:
+    if c.evaluated_at != c.env_steps:
         run_eval()
-    wall_s = time.perf_counter() - start
     for i, alg in enumerate(policies.algs):
-        Agent(alg).save(os.path.join(logdir, "checkpoint", f"agent_{i}.ckpt"))
-    result = {"algorithm": "MAPPO", "env_id": args.env, "env_version": env_version, "env_kwargs": env_kwargs,
-              "reward_unit": ("per-agent return (team return / n_agents)" if metric == "per_agent"
-                              else "team return (summed over agents)") + f"; env: {reward_unit}",
-              "backend": args.backend, "device": str(policies.algs[0].device), "seed": args.seed,
-              "shared_params": spec["shared"], "use_popart": spec["use_popart"], "n_agents": n,
-              "actors": args.actors, "num_envs": E, "unroll_length": T, "ppo_epoch": args.ppo_epoch,
-              "num_mini_batch": args.num_mini_batch, "eval_return_mean": eval_mean, "eval_return_std": eval_std,
-              "eval_episodes": args.eval_episodes,
-              "train_return_mean": float(np.mean(recent)) if recent else float("nan"),
-              "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),
-              "env_steps_per_s": round(env_steps / wall_s, 1), "env_s": round(env_s, 3), "learn_s": round(learn_s, 3),
-              "actors_ready_s": round(actors_ready_s, 3), "actors_replaced": actors.replacements if args.actors else 0,
-              "interrupted": interrupted, "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]}
-    curve_file.close()
-    summary.flush()
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
+        Agent(alg).save(os.path.join(run.logdir, "checkpoint", f"agent_{i}.ckpt"))
+    run.close()
+    wall_s = run.elapsed()
+    result = run.write_summary({
+        "algorithm": "MAPPO", "env_id": args.env, "env_version": env_version, "env_kwargs": env_kwargs,
+        "reward_unit": ("per-agent return (team return / n_agents)" if metric == "per_agent"
+                        else "team return (summed over agents)") + f"; env: {reward_unit}",
+        "backend": args.backend, "device": str(policies.algs[0].device), "seed": args.seed,
+        "shared_params": spec["shared"], "use_popart": spec["use_popart"], "n_agents": n, "actors": args.actors,
+        "num_envs": E, "unroll_length": T, "ppo_epoch": args.ppo_epoch, "num_mini_batch": args.num_mini_batch,
+        "eval_return_mean": c.eval_mean, "eval_return_std": c.eval_std, "eval_episodes": args.eval_episodes,
+        "train_return_mean": float(np.mean(c.recent)) if c.recent else float("nan"),
+        "env_steps": c.env_steps, "updates": c.updates, "wall_s": round(wall_s, 3),
+        "env_steps_per_s": round(c.env_steps / wall_s, 1), "actors_ready_s": round(actors_ready_s, 3),
+        "actors_replaced": actors.replacements if args.actors else 0, "resumed": ckpt.resumed,
+        "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]]})
+    ckpt.finish(c.env_steps)
     if args.actors:
         parl.disconnect()
     print(json.dumps(result))

@@ -1,13 +1,18 @@
 """examples/mappo/train.py as real subprocesses on tiny budgets (exact exit code and summary values): spread in this
-process with a checkpoint restored, spread on 2 remote collectors (embedded cluster), speaker-listener with one
-model per agent (heterogeneous observations and action counts), LBF on paddle, spread with Box actions, an old MPE
-name refused; in process, a dead collector replaced; and a learn-to-threshold run on spread marked slow."""
+process with a checkpoint restored, spread on 2 remote collectors (embedded cluster), stopped by SIGTERM and resumed,
+speaker-listener with one model per agent (heterogeneous observations and action counts), LBF on paddle, spread with
+Box actions, an old MPE name refused; in process, a dead collector replaced, a collector's mid-episode checkpoint
+replayed exactly (LBF); and a learn-to-threshold run on spread marked slow. (The bit-exact resume of a killed
+in-process run: tests/test_examples_resume.py.)"""
 
 import csv
 import importlib.util
+import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -27,13 +32,12 @@ def tiny(logdir, *args):
 
 
 def check_common(result, env_steps, actors=0):
-    assert result["algorithm"] == "MAPPO" and result["interrupted"] is False
+    assert result["algorithm"] == "MAPPO" and result["resumed"] is False
     assert result["env_steps"] == env_steps and result["updates"] == env_steps // 200
     assert result["num_envs"] == 8 and result["unroll_length"] == 25 and result["ppo_epoch"] == 15
     assert result["actors"] == actors and result["actors_replaced"] == 0
     assert result["eval_episodes"] == 4 and math.isfinite(result["eval_return_std"])
     assert result["wall_s"] > 0 and math.isclose(result["env_steps_per_s"], env_steps / result["wall_s"], rel_tol=0.01)
-    assert 0 < result["env_s"] < result["wall_s"] and 0 < result["learn_s"] < result["wall_s"]
 
 
 def curve_rows(logdir):
@@ -67,6 +71,46 @@ def test_spread_on_two_remote_collectors(tmp_path):
     check_common(result, 400, actors=2)
     assert 0.0 < result["actors_ready_s"] < result["wall_s"]
     assert -150.0 < result["eval_return_mean"] < 0.0
+
+
+def test_remote_collectors_stopped_by_sigterm_then_resumed(tmp_path):
+    """SIGTERM saves a checkpoint between two updates and exits with 143; --resume goes on to the budget with new
+    collectors (new episodes and seeds: not bit-exact), the learner, counters and curve continuing."""
+    from parl_core.utils.run import read_checkpoint
+
+    cmd = [sys.executable, str(EXAMPLES / "mappo" / "train.py"), "--seed", "0", "--logdir", str(tmp_path),
+           "--no-progress", "--actors", "2", "--num-envs", "8", "--eval-every", "400", "--eval-episodes", "4",
+           "--total-steps", "4000", "--checkpoint-every", "0.001"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    deadline = time.monotonic() + 240
+    while not (tmp_path / "checkpoint.npz").exists():
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint within 240 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stderr = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert not (tmp_path / "summary.json").exists()  # a stop writes the checkpoint; the summary comes at the end
+    stopped = read_checkpoint(tmp_path / "checkpoint.npz")
+    step, counters = stopped["meta"]["step"], stopped["state"]["counters"]
+    assert 0 < step < 4000 and not stopped["meta"]["finished"]
+    assert counters["env_steps"] == step and counters["updates"] == step // 200 and counters["generation"] == [1, 1]
+    kept = [row for row in curve_rows(tmp_path) if int(row["env_steps"]) <= step]
+
+    done = subprocess.run([*cmd, "--resume", str(tmp_path)], capture_output=True, text=True, timeout=400,
+                          cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"at step {step}" in done.stdout + done.stderr  # (the harness logs where it resumed)
+    result = json.loads((tmp_path / "summary.json").read_text())
+    assert (result["env_steps"], result["updates"], result["resumed"]) == (4000, 20, True)
+    assert result["actors"] == 2 and result["actors_replaced"] == 0 and -150.0 < result["eval_return_mean"] < 0.0
+    rows = curve_rows(tmp_path)
+    assert [int(r["env_steps"]) for r in rows] == list(range(400, 4001, 400))  # each evaluation once
+    assert rows[:len(kept)] == kept  # the rows up to the checkpoint stand; the clock goes on from there
+    walls = [float(r["wall_s"]) for r in rows]
+    assert walls == sorted(walls)
+    final = read_checkpoint(tmp_path / "checkpoint.npz")
+    assert final["meta"]["finished"] and final["state"]["counters"]["generation"] == [2, 2]  # new collectors
 
 
 def test_speaker_listener_with_one_model_per_agent(tmp_path):
@@ -170,6 +214,38 @@ def test_collector_unroll_layout():
     np.testing.assert_allclose(unroll["episode_returns"], unroll["rewards"][:25].sum(0), rtol=1e-5)
     # shared model: every agent's value row differs only by the agent id; spread's reward is global
     assert (unroll["rewards"] == unroll["rewards"][..., :1]).all()
+
+
+def test_collector_checkpoint_mid_episode_replays_exactly(tmp_path):
+    """A collector's checkpoint in the middle of LBF episodes (the second ones, started by the vector env's
+    auto-reset from each env's generator; LBF's steps draw from it too): a new collector restored from it plays the
+    same next unroll, bit for bit."""
+    from parl_core.utils.run import Checkpointer, RunLog
+
+    train = load_example()
+    env_id = "Foraging-8x8-2p-2f-coop-v3"
+    probe = train.make_multiagent_env(env_id)
+    spec = dict(backend=parl_core.get_backend(), shared=True, n_agents=probe.n_agents, obs_dim=probe.obs_dim,
+                state_dim=probe.state_dim, act_dim=probe.n_actions, continuous=False, use_popart=True)
+    first = train.Collector(env_id, {}, 2, 30, spec, seed=0)
+    first.sample()
+    first.sample()  # 60 steps: into each env's second episode (LBF: at most 50 steps)
+    for env in first.state_dict()["envs"]:
+        assert env["start"]["seed"] is None and env["start"]["rng"] is not None and len(env["actions"]) > 0
+    ckpt = Checkpointer(RunLog(tmp_path), every_min=0)
+    ckpt.register(collector=first)
+    ckpt.save(120)  # (with torch's or paddle's generator, from which the policy samples)
+    expected = first.sample()
+
+    second = train.Collector(env_id, {}, 2, 30, spec, seed=99, policies=first.policies)
+    resumed = Checkpointer(RunLog(tmp_path), every_min=0, resume=True)
+    resumed.register(collector=second)
+    assert resumed.load() == 120
+    got = second.sample()
+    assert expected.keys() == got.keys()
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
+    assert expected["rewards"].shape == (30, 2, 2)
 
 
 @pytest.mark.slow
