@@ -2,10 +2,11 @@
 
 ``run_case(backend, name)`` returns, for one case on one backend, everything the update sequence produced:
 the losses of each ``learn`` call, a digest (sha256 of the float32 bytes) and the sum of every final weight,
-``predict`` and ``sample`` outputs on fixed observations, the checkpoint's entry names (a checkpoint written
-today must load) and SAC's temperature. ``golden/record.py`` writes them to ``golden/<backend>.json``;
-``test_golden_outputs.py`` recomputes them and compares bit for bit, so a refactoring of an algorithm that
-changes one rounding anywhere fails.
+``predict`` and ``sample`` outputs on fixed observations (OAC: also its optimistic exploration action; IQL:
+``predict`` only; DecisionTransformer: ``predict`` on fixed segments), the checkpoint's entry names (a checkpoint
+written today must load), the temperature of SAC and its subclasses and OAC / IQL's ``last_info``.
+``golden/record.py`` writes them to ``golden/<backend>.json``; ``test_golden_outputs.py`` recomputes them and
+compares bit for bit, so a refactoring of an algorithm that changes one rounding anywhere fails.
 
 Everything runs on the CPU with one torch thread: the digests are of this machine's CPU kernels.
 """
@@ -13,10 +14,11 @@ Everything runs on the CPU with one torch thread: the digests are of this machin
 from __future__ import annotations
 
 import hashlib
+import importlib
 from typing import Any
 
 import numpy as np
-from algo_models import NUM_ACTIONS, OBS_DIM, models, ppo_batch, transition
+from algo_models import NUM_ACTIONS, OBS_DIM, dt_segments, models, ppo_batch, transition
 
 B, STEPS = 16, 3
 OFF = dict(gamma=0.99, tau=0.05, actor_lr=1e-3, critic_lr=1e-3)
@@ -36,8 +38,25 @@ def _transition(rng, discrete):
     return transition(rng, discrete, B, action_bound=0.99)
 
 
-# name -> (model class name, build the algorithm on (models namespace, model), a learn batch from a Generator)
-CASES: dict[str, tuple[str, Any, Any]] = {
+def _iql_distribution_model(M):
+    """IQL's model with PARL's policy style: ``policy(obs)`` returns the framework's ``Normal`` (per-dimension
+    log-probabilities, summed by IQL)."""
+    if M.ops.name == "torch":
+        from torch.distributions import Normal
+    else:
+        from paddle.distribution import Normal
+
+    class IQLDistributionModel(M.IQLModel):
+        def policy(self, obs):
+            mean, log_std = super().policy(obs)
+            return Normal(mean, log_std.exp())
+
+    return IQLDistributionModel()
+
+
+# name -> (model class name or a function of the models namespace, build the algorithm on (models namespace,
+# model), a learn batch from a Generator)
+CASES: dict[str, tuple[Any, Any, Any]] = {
     "PolicyGradient": ("PGModel", lambda M, m, d: M.algs.PolicyGradient(m, lr=1e-2, device=d), _pg_batch),
     "DQN": ("QModel", lambda M, m, d: M.algs.DQN(m, gamma=0.99, lr=1e-2, device=d), lambda r: _transition(r, True)),
     "DDQN": ("QModel", lambda M, m, d: M.algs.DDQN(m, gamma=0.99, lr=1e-2, loss_type="huber", device=d),
@@ -60,6 +79,15 @@ CASES: dict[str, tuple[str, Any, Any]] = {
     "CQL-lagrange-v2": ("SACModel", lambda M, m, d: M.algs.CQL(m, with_lagrange=True, min_q_version=2, num_random=3,
                                                                **OFF, device=d),
                         lambda r: _transition(r, False)),
+    "OAC": ("SACModel", lambda M, m, d: M.algs.OAC(m, alpha=0.2, beta=4.66, delta=23.53, **OFF,
+                                                   with_automatic_entropy_tuning=True, device=d),
+            lambda r: _transition(r, False)),
+    "IQL": ("IQLModel", lambda M, m, d: M.algs.IQL(m, max_steps=4, lr=1e-2, device=d), lambda r: _transition(r, False)),
+    "IQL-distribution": (_iql_distribution_model, lambda M, m, d: M.algs.IQL(m, max_steps=4, lr=1e-2, tau=0.8,
+                                                                             beta=1.0, device=d),
+                         lambda r: _transition(r, False)),
+    "DecisionTransformer": ("DTStepModel", lambda M, m, d: M.algs.DecisionTransformer(
+        m, learning_rate=1e-2, warmup_steps=2, weight_decay=0.1, device=d), lambda r: dt_segments(r, 4, 5)),
 }
 
 
@@ -105,7 +133,7 @@ def run_case(backend: str, name: str) -> dict[str, Any]:
         import torch
 
         torch.set_num_threads(1)
-    model = getattr(M, model_cls)()
+    model = model_cls(M) if callable(model_cls) else getattr(M, model_cls)()
     alg = build(M, model, "cpu")
     agent = M.Agent(alg)
     M.ops.seed(1)
@@ -113,12 +141,28 @@ def run_case(backend: str, name: str) -> dict[str, Any]:
     losses = [[float(_numpy(x)) for x in _flat(agent.learn(*batch(rng)))] for _ in range(STEPS)]
     weights = {f"{key}.{param}": {"digest": digest(value), "sum": float(value.astype(np.float64).sum())}
                for key, params in sorted(alg.get_all_weights().items()) for param, value in sorted(params.items())}
+    record = {"losses": losses, "weights": weights, **_acting(M, name, alg), "checkpoint": sorted(alg.state_dict())}
+    if name.startswith(("SAC", "CQL", "OAC")):
+        record["alpha"] = float(alg.alpha)
+    if name.startswith(("OAC", "IQL")):
+        record["info"] = {key: float(value) for key, value in sorted(alg.last_info.items())}
+    return record
+
+
+def _acting(M, name, alg):
+    """``predict`` / ``sample`` outputs of the case's algorithm on fixed inputs."""
+    if name == "DecisionTransformer":
+        states, actions, rewards, _, rtg, timesteps, _ = dt_segments(np.random.default_rng(2), 5, 5)
+        ops = importlib.import_module(f"parl_algorithms.{M.ops.name}.ops")
+        tensors = [ops.tensor(x) for x in (states, actions, rewards, rtg[:, :5], timesteps)]
+        return {"predict": _arrays(alg.predict(*tensors))}
     obs = np.random.default_rng(2).normal(size=(5, OBS_DIM)).astype(np.float32)
     predict = _arrays(alg.predict(obs))
+    if name.startswith("IQL"):  # (no sample: IQL acts by predict)
+        return {"predict": predict}
     M.ops.seed(3)
-    sample = _arrays(alg.sample(obs))
-    record = {"losses": losses, "weights": weights, "predict": predict, "sample": sample,
-              "checkpoint": sorted(alg.state_dict())}
-    if name.startswith("SAC") or name.startswith("CQL"):
-        record["alpha"] = float(alg.alpha)
-    return record
+    acting = {"predict": predict, "sample": _arrays(alg.sample(obs))}
+    if name == "OAC":
+        M.ops.seed(4)
+        acting["explore"] = _arrays(alg.get_optimistic_exploration_action(obs))
+    return acting

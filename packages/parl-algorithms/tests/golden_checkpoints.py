@@ -1,11 +1,13 @@
 """Checkpoints and pickles written by the two-tree code (before the algorithms were written once) must load.
 
 ``python -c "import golden_checkpoints; golden_checkpoints.write()"`` (from this folder; run once, on the old
-code) trains SAC (fixed and tuned temperature) and CQL for two steps per backend, writes
-``golden/checkpoints/<backend>-<case>.ckpt`` (``Agent.save``) and ``.pkl`` (``pickle.dumps`` of the algorithm,
-torch only), then restores each into a fresh algorithm, runs one more ``learn`` and records its losses and final
-weight digests in ``golden/checkpoints/expected.json``. ``test_golden_outputs.py`` restores the files into
-today's classes and compares that step bit for bit.
+code) trains each case for two steps per backend, writes ``golden/checkpoints/<backend>-<case>.ckpt``
+(``Agent.save``) and ``.pkl`` (``pickle.dumps`` of the algorithm, torch only), then restores each into a fresh
+algorithm, runs one more ``learn`` and records its losses and final weight digests in
+``golden/checkpoints/expected.json``. ``test_golden_outputs.py`` restores the files into today's classes and
+compares that step bit for bit. ``write("OAC", ...)`` writes only the cases named (and keeps the others' files
+and records): SAC (fixed and tuned temperature) and CQL were written before SAC was written once; OAC, IQL and
+DecisionTransformer before they were.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pathlib
 import pickle
 
 import numpy as np
-from algo_models import models, transition
+from algo_models import dt_segments, models, transition
 from golden_cases import OFF, digest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -31,14 +33,45 @@ class PaddleSACModel(models("paddle").SACModel):
     """The test SAC model, at module level so that a pickled algorithm names it."""
 
 
-MODELS = {"torch": TorchSACModel, "paddle": PaddleSACModel}
-# (a paddle algorithm does not pickle: its tensors hold programs)
+class TorchIQLModel(models("torch").IQLModel):
+    """The test IQL model, at module level so that a pickled algorithm names it."""
+
+
+class PaddleIQLModel(models("paddle").IQLModel):
+    """The test IQL model, at module level so that a pickled algorithm names it."""
+
+
+MODELS = {"torch": {"SACModel": TorchSACModel, "IQLModel": TorchIQLModel,
+                    "DTStepModel": models("torch").DTStepModel},
+          "paddle": {"SACModel": PaddleSACModel, "IQLModel": PaddleIQLModel,
+                     "DTStepModel": models("paddle").DTStepModel}}
+# (a paddle algorithm does not pickle: its tensors hold programs; nor does a torch DecisionTransformer: its
+# warm-up schedule holds a lambda)
 KINDS = {"torch": ("ckpt", "pkl"), "paddle": ("ckpt",)}
+NOT_PICKLED = {"DecisionTransformer"}
+
+
+def _transitions(rng):
+    return transition(rng, False, 8, action_bound=0.99)
+
+
+# name -> (model, build the algorithm on (models namespace, model), a learn batch from a Generator)
 CASES = {
-    "SAC": lambda M, m: M.algs.SAC(m, alpha=0.2, **OFF, device="cpu"),
-    "SAC-auto-alpha": lambda M, m: M.algs.SAC(m, with_automatic_entropy_tuning=True, **OFF, device="cpu"),
-    "CQL": lambda M, m: M.algs.CQL(m, policy_eval_start=1, num_random=2, **OFF, device="cpu"),
+    "SAC": ("SACModel", lambda M, m: M.algs.SAC(m, alpha=0.2, **OFF, device="cpu"), _transitions),
+    "SAC-auto-alpha": ("SACModel", lambda M, m: M.algs.SAC(m, with_automatic_entropy_tuning=True, **OFF,
+                                                            device="cpu"), _transitions),
+    "CQL": ("SACModel", lambda M, m: M.algs.CQL(m, policy_eval_start=1, num_random=2, **OFF, device="cpu"),
+            _transitions),
+    "OAC": ("SACModel", lambda M, m: M.algs.OAC(m, alpha=0.2, beta=4.66, delta=23.53, **OFF,
+                                                with_automatic_entropy_tuning=True, device="cpu"), _transitions),
+    "IQL": ("IQLModel", lambda M, m: M.algs.IQL(m, max_steps=6, lr=1e-2, device="cpu"), _transitions),
+    "DecisionTransformer": ("DTStepModel", lambda M, m: M.algs.DecisionTransformer(
+        m, learning_rate=1e-2, warmup_steps=4, weight_decay=0.1, device="cpu"), lambda rng: dt_segments(rng, 4, 5)),
 }
+
+
+def _kinds(backend, name):
+    return tuple(k for k in KINDS[backend] if k != "pkl" or name not in NOT_PICKLED)
 
 
 def _numpy(x):
@@ -50,17 +83,21 @@ def _numpy(x):
 def _fresh(backend, name):
     M = models(backend)
     M.ops.seed(0)
-    alg = CASES[name](M, MODELS[backend]())
+    model, build, _ = CASES[name]
+    alg = build(M, MODELS[backend][model]())
     return M, alg, M.Agent(alg)
 
 
-def _step(M, alg, agent):
+def _step(M, name, alg, agent):
     """One learn on a fixed batch with fixed noise; the record compared bit for bit."""
     M.ops.seed(5)
-    out = agent.learn(*transition(np.random.default_rng(7), False, 8, action_bound=0.99))
+    out = agent.learn(*CASES[name][2](np.random.default_rng(7)))
     out = out if isinstance(out, (tuple, list)) else (out,)
     weights = {f"{k}.{p}": digest(v) for k, ps in sorted(alg.get_all_weights().items()) for p, v in sorted(ps.items())}
-    return {"losses": [float(_numpy(x)) for x in out], "weights": weights, "alpha": float(alg.alpha)}
+    record = {"losses": [float(_numpy(x)) for x in out], "weights": weights}
+    if hasattr(alg, "alpha"):  # (SAC's temperature; IQL's Polyak rate)
+        record["alpha"] = float(alg.alpha)
+    return record
 
 
 def resumed(backend, name, kind):
@@ -73,19 +110,23 @@ def resumed(backend, name, kind):
         M = models(backend)
         alg = pickle.loads(path.read_bytes())
         agent = M.Agent(alg)
-    return _step(M, alg, agent)
+    return _step(M, name, alg, agent)
 
 
-def write():
+def write(*names):
+    """Write the files and records of the cases ``names`` (default: every case), keeping the others'."""
+    names = names or tuple(CASES)
     CKPT.mkdir(parents=True, exist_ok=True)
     for backend in ("torch", "paddle"):
-        for name in CASES:
+        for name in names:
             M, alg, agent = _fresh(backend, name)
             rng = np.random.default_rng(3)
             for _ in range(2):
-                agent.learn(*transition(rng, False, 8, action_bound=0.99))
+                agent.learn(*CASES[name][2](rng))
             agent.save(str(CKPT / f"{backend}-{name}.ckpt"))
-            if "pkl" in KINDS[backend]:
+            if "pkl" in _kinds(backend, name):
                 (CKPT / f"{backend}-{name}.pkl").write_bytes(pickle.dumps(alg))
-    expected = {f"{b}-{n}.{k}": resumed(b, n, k) for b in KINDS for n in CASES for k in KINDS[b]}
-    (CKPT / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    path = CKPT / "expected.json"
+    expected = json.loads(path.read_text()) if path.exists() else {}
+    expected.update({f"{b}-{n}.{k}": resumed(b, n, k) for b in KINDS for n in names for k in _kinds(b, n)})
+    path.write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")

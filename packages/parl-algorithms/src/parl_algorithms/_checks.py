@@ -1,5 +1,5 @@
-"""Framework-free pieces shared by the torch and paddle IMPALA, A3C, IQL and DecisionTransformer: IMPALA's loss
-record, hyperparameter and input checks and their error messages (one text per error, whatever the backend)."""
+"""Framework-free pieces shared by the torch and paddle IMPALA and A3C: IMPALA's loss record, hyperparameter and
+input checks and their error messages (one text per error, whatever the backend)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any, NamedTuple
 from parl_algorithms._validation import positive, unit_interval
 
 __all__ = ["VTraceLoss", "CONTINUOUS_HINT", "impala_hyperparameters", "check_unroll_batch", "a3c_hyperparameters",
-           "a3c_logits", "a3c_value", "number", "iql_hyperparameters",
-           "dt_hyperparameters", "dt_segments"]
+           "a3c_logits", "a3c_value", "number"]
 
 CONTINUOUS_HINT = ("IMPALA supports Discrete action spaces only (its V-trace ratios are of categorical "
                    "policies); for a continuous (Box) action space use PPO(continuous_action=True), SAC or TD3")
@@ -138,71 +137,3 @@ def _size(value: Any) -> int:
     if callable(size):
         size = value.numel()
     return int(size) if size is not None else -1
-
-
-def iql_hyperparameters(max_steps: Any, tau: Any, beta: Any, lr: Any, discount: Any, alpha: Any) -> dict[str, Any]:
-    """IQL's checked constructor arguments: ``{"max_steps": int, "tau", "beta", "lr", "discount", "alpha": float}``.
-
-    Raises:
-        ValueError: ``max_steps`` < 1, ``tau`` outside ``(0, 1)``, ``beta`` < 0, ``lr`` <= 0, or ``discount`` /
-            ``alpha`` outside ``[0, 1]``; the message gives an example.
-    """
-    if max_steps is None or isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"IQL needs max_steps >= 1 (the number of learn() calls), got {max_steps!r}; "
-                         "e.g. IQL(model, max_steps=1_000_000)")
-    if not 0.0 < tau < 1.0:
-        raise ValueError(f"IQL needs the expectile tau in (0, 1), got {tau!r}; e.g. IQL(model, tau=0.7)")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or beta < 0:
-        raise ValueError(f"IQL needs beta >= 0, got {beta!r}; e.g. IQL(model, beta=3.0)")
-    return {"max_steps": max_steps, "tau": float(tau), "beta": float(beta), "lr": positive(lr, "lr", "IQL", "3e-4"),
-            "discount": unit_interval(discount, "discount", "IQL", "0.99"),
-            "alpha": unit_interval(alpha, "alpha", "IQL", "0.005")}
-
-
-def dt_hyperparameters(learning_rate: Any, warmup_steps: Any, weight_decay: Any, max_grad_norm: Any) -> dict[str, Any]:
-    """DecisionTransformer's checked constructor arguments (``learning_rate``, ``warmup_steps``, ``weight_decay``,
-    ``max_grad_norm``).
-
-    Raises:
-        ValueError: ``learning_rate`` / ``max_grad_norm`` not > 0, ``warmup_steps`` < 1 or ``weight_decay`` < 0.
-    """
-    learning_rate = positive(learning_rate, "learning_rate", "DecisionTransformer", "1e-4")
-    if warmup_steps is None or isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) \
-            or warmup_steps < 1:
-        raise ValueError(f"DecisionTransformer needs warmup_steps >= 1, got {warmup_steps!r}; e.g. "
-                         "DecisionTransformer(model, warmup_steps=10_000)")
-    if weight_decay is None or isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) \
-            or weight_decay < 0:
-        raise ValueError(f"DecisionTransformer needs weight_decay >= 0, got {weight_decay!r}; e.g. "
-                         "DecisionTransformer(model, weight_decay=1e-4)")
-    return {"learning_rate": learning_rate, "warmup_steps": warmup_steps, "weight_decay": float(weight_decay),
-            "max_grad_norm": positive(max_grad_norm, "max_grad_norm", "DecisionTransformer", "0.25")}
-
-
-def _segment(tensor: Any, tensor_type: type, name: str, shape: str, rank: int, batch: int | None,
-             length: int | None) -> Any:
-    if not isinstance(tensor, tensor_type) or tensor.ndim != rank or (batch is not None and tensor.shape[0] != batch) \
-            or (length is not None and tensor.shape[1] != length):
-        got = tuple(tensor.shape) if hasattr(tensor, "shape") else type(tensor).__name__
-        raise ValueError(f"DecisionTransformer.learn: {name} must be a tensor {shape}, got {got}; batch segments as "
-                         "[B, K, ...] with K the context length")
-    return tensor
-
-
-def dt_segments(tensor_type: type, states: Any, actions: Any, rtg: Any, timesteps: Any,
-                attention_mask: Any) -> tuple[int, int]:
-    """Check DecisionTransformer.learn's segment tensors (of ``tensor_type``); return ``(B, K)``.
-
-    Raises:
-        ValueError: a tensor is not of its documented shape ``[B, K, ...]``, or ``rtg`` has neither ``K`` nor
-            ``K + 1`` steps.
-    """
-    batch, length = _segment(states, tensor_type, "states", "[B, K, obs_dim]", 3, None, None).shape[:2]
-    _segment(actions, tensor_type, "actions", "[B, K, act_dim]", 3, batch, length)
-    _segment(attention_mask, tensor_type, "attention_mask", "[B, K]", 2, batch, length)
-    _segment(timesteps, tensor_type, "timesteps", "[B, K]", 2, batch, length)
-    _segment(rtg, tensor_type, "rtg", "[B, K + 1, 1]", 3, batch, None)
-    if rtg.shape[1] not in (length, length + 1):
-        raise ValueError(f"DecisionTransformer.learn: rtg must have K or K + 1 = {length + 1} steps, got "
-                         f"{rtg.shape[1]}")
-    return batch, length

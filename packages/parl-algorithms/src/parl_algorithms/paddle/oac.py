@@ -1,79 +1,12 @@
-"""OAC, Optimistic Actor-Critic (Ciosek, Vuong, Loftin and Hofmann 2019, "Better Exploration with
-Optimistic Actor-Critic", NeurIPS) on PaddlePaddle: the torch ``OAC``'s API and math (SAC's learning,
-optimistic exploration by the paper's eq. 12), PARL's ``OAC`` keywords."""
+"""OAC on PaddlePaddle: :class:`parl_algorithms.algorithms.oac.OAC` bound to paddle."""
 
 from __future__ import annotations
 
-import math
-
-import paddle
-
-from parl_algorithms._validation import nonnegative
-from parl_algorithms.paddle._common import accepts_single_obs, obs_batch, positive, readable_shape_errors, two_q
+from parl_algorithms.algorithms import oac as _algorithm
 from parl_algorithms.paddle.sac import SAC
-from parl_core.paddle import Model
 
 __all__ = ["OAC"]
 
 
-class OAC(SAC):
-    """Soft actor-critic that explores with an optimistic shift of the policy mean (same math as the torch OAC).
-
-    Learning (``learn``) is SAC's. :meth:`get_optimistic_exploration_action` linearises the upper bound
-    ``Q_UB = mean(Q1, Q2) + beta * |Q1 - Q2| / 2`` at the pre-tanh policy mean ``mu_T`` and samples
-    ``N(mu_E, Sigma_T)`` with ``mu_E = mu_T + sqrt(2 delta) * Sigma_T grad / ||grad||_Sigma_T`` (eq. 12, per
-    observation), a shift of KL size ``delta``. (PARL linearised at a sample of the policy and normalised
-    the gradient over the whole batch; this is the paper's rule, as on torch.)
-
-    The model is SAC's: ``policy(obs) -> (mean, log_std)``, ``value(obs, action) -> (Q1, Q2)``,
-    ``get_actor_params()``, ``get_critic_params()``; actions are in ``[-1, 1]``.
-
-    Args:
-        model: the actor-critic model (a ``parl_core.paddle.Model``); the target is ``copy.deepcopy(model)``.
-        gamma: discount in ``[0, 1]``.
-        tau: Polyak rate in ``[0, 1]``.
-        alpha: entropy temperature (the initial one with automatic tuning).
-        beta: optimism, the weight of the critics' disagreement (>= 0; the paper's ``beta_UB``, 4.66 on MuJoCo).
-        delta: the KL budget of the shift (> 0; 23.53 on MuJoCo).
-        actor_lr, critic_lr: Adam learning rates.
-        device: ``"cpu"``, ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``): paddle's device (process-wide).
-        **sac_kwargs: SAC's keyword options (``with_automatic_entropy_tuning``, ...).
-
-    Raises:
-        TypeError: the model is not a paddle ``parl.Model``.
-        ValueError: the model lacks a required method, or a hyperparameter is missing / out of range.
-    """
-
-    def __init__(self, model: Model, gamma: float | None = None, tau: float | None = None,
-                 alpha: float | None = None, beta: float | None = None, delta: float | None = None,
-                 actor_lr: float | None = None, critic_lr: float | None = None, *, device: str | None = None,
-                 **sac_kwargs) -> None:
-        super().__init__(model, gamma, tau, alpha, actor_lr, critic_lr, device=device, **sac_kwargs)
-        self.beta = nonnegative(beta, "beta", "OAC", "4.66")
-        self.delta = positive(delta, "delta", "OAC", "23.53")
-
-    @accepts_single_obs
-    @readable_shape_errors
-    def get_optimistic_exploration_action(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """An exploratory action from the optimistically shifted policy.
-
-        Args:
-            obs: float32 ``[B, *obs_shape]`` (or one observation ``[obs_dim]``).
-
-        Returns:
-            float32 ``[B, act_dim]`` in ``[-1, 1]``, without gradient.
-        """
-        obs = obs_batch(obs, "OAC")
-        with paddle.no_grad():
-            mean, log_std = self._policy(obs)
-        variance = paddle.exp(2.0 * log_std)
-        pre_tanh_mu = mean.detach()
-        pre_tanh_mu.stop_gradient = False
-        q1, q2 = two_q(self.model.value(obs, paddle.tanh(pre_tanh_mu)), "OAC")
-        q_upper = (q1 + q2) / 2.0 + self.beta * paddle.abs(q1 - q2) / 2.0
-        (grad,) = paddle.grad([q_upper.sum()], [pre_tanh_mu])
-        with paddle.no_grad():
-            norm = paddle.sqrt(paddle.sum(grad * grad * variance, axis=-1, keepdim=True)) + 1e-6
-            mu_explore = mean + math.sqrt(2.0 * self.delta) * variance * grad / norm
-            noise = paddle.randn(mean.shape, dtype=mean.dtype)
-            return paddle.tanh(mu_explore + log_std.exp() * noise).detach()
+class OAC(_algorithm.OAC, SAC):
+    __doc__ = _algorithm.OAC.__doc__

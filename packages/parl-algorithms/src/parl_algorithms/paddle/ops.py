@@ -11,7 +11,7 @@ methods the two frameworks share.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +35,11 @@ from parl_algorithms.paddle._common import set_lr as _set_lr
 from parl_algorithms.paddle._common import step as _step
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
-           "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
-           "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch", "column",
-           "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
-           "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
+           "functional", "Distribution", "to_device", "scalar", "as_float", "as_int64", "take_along_axis",
+           "value_range", "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch",
+           "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze",
+           "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error",
+           "gradient", "cosine_adam", "adamw"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> paddle.Tensor:
@@ -82,6 +83,7 @@ def zeros_parameter(layer: paddle.nn.Layer, shape: Sequence[int]) -> paddle.Tens
 Tensor = paddle.Tensor
 F = paddle.nn.functional
 functional = _functional
+Distribution = paddle.distribution.Distribution
 
 
 def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
@@ -184,6 +186,23 @@ def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None 
     return _adam(params, lr=lr, eps=eps, max_grad_norm=max_grad_norm)
 
 
+def cosine_adam(params: Any, lr: float,
+                steps: int) -> tuple[paddle.optimizer.Adam, paddle.optimizer.lr.CosineAnnealingDecay]:
+    """``(optimizer, scheduler)``: Adam whose learning rate is cosine-annealed from ``lr`` to 0 over ``steps``."""
+    scheduler = paddle.optimizer.lr.CosineAnnealingDecay(lr, T_max=steps)
+    return _adam(params, lr=scheduler), scheduler
+
+
+def adamw(params: Any, lr: float, weight_decay: float, lr_factor: Callable[[int], float],
+          max_grad_norm: float | None = None) -> tuple[paddle.optimizer.AdamW, paddle.optimizer.lr.LambdaDecay]:
+    """``(optimizer, scheduler)``: AdamW at ``lr * lr_factor(step)``, clipping the global grad norm in its step."""
+    scheduler = paddle.optimizer.lr.LambdaDecay(lr, lr_factor)
+    clip = None if max_grad_norm is None else paddle.nn.ClipGradByGlobalNorm(max_grad_norm)
+    optimizer = paddle.optimizer.AdamW(learning_rate=scheduler, parameters=params, weight_decay=weight_decay,
+                                       grad_clip=clip)
+    return optimizer, scheduler
+
+
 def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
     """Set the learning rate of every parameter group for the next steps."""
     _set_lr(optimizer, lr)
@@ -217,3 +236,12 @@ def host_floats(*values: paddle.Tensor) -> tuple[float, ...]:
 
 
 shape_error = rewrite_shape_error  # (the same function: no frame of its own in a traceback)
+
+
+def gradient(fn: Callable[[paddle.Tensor], paddle.Tensor], x: paddle.Tensor) -> paddle.Tensor:
+    """d fn(x) / d x of a scalar ``fn`` at a detached copy of ``x`` (recorded under ``no_grad`` too); no graph."""
+    with paddle.enable_grad():
+        x = x.detach()
+        x.stop_gradient = False
+        (grad,) = paddle.grad([fn(x)], [x])
+    return grad

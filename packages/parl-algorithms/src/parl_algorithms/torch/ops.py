@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +35,11 @@ from parl_algorithms.torch._common import continuous_actions as _continuous_acti
 from parl_core.torch.device import to_device as _to_device
 
 __all__ = ["tensor", "to_numpy", "no_grad", "seed", "concat", "randperm", "zeros_parameter", "Tensor", "F",
-           "functional", "to_device", "scalar", "as_float", "as_int64", "take_along_axis", "value_range",
-           "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch", "column",
-           "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze", "frozen",
-           "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error"]
+           "functional", "Distribution", "to_device", "scalar", "as_float", "as_int64", "take_along_axis",
+           "value_range", "categorical_sample", "rand", "randint", "randn_like", "uniform", "where", "obs_batch",
+           "column", "discrete_actions", "continuous_actions", "two_q", "flat_q", "optimizer_params", "freeze",
+           "frozen", "info_mean", "info_zero", "adam", "set_lr", "step", "info_scalar", "host_floats", "shape_error",
+           "gradient", "cosine_adam", "adamw"]
 
 
 def tensor(array: Any, dtype: str | None = None) -> torch.Tensor:
@@ -84,6 +85,7 @@ def zeros_parameter(layer: torch.nn.Module, shape: Sequence[int]) -> torch.nn.Pa
 Tensor = torch.Tensor
 F = torch.nn.functional
 functional = _functional
+Distribution = torch.distributions.Distribution
 
 
 def to_device(device: Any, *values: Any) -> tuple[Any, ...]:
@@ -183,6 +185,21 @@ def adam(params: Any, lr: float, eps: float = 1e-8, max_grad_norm: float | None 
     return _adam(params, lr=lr, eps=eps)
 
 
+def cosine_adam(params: Any, lr: float,
+                steps: int) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.CosineAnnealingLR]:
+    """``(optimizer, scheduler)``: Adam whose learning rate is cosine-annealed from ``lr`` to 0 over ``steps``."""
+    optimizer = _adam(params, lr=lr)
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+
+
+def adamw(params: Any, lr: float, weight_decay: float, lr_factor: Callable[[int], float],
+          max_grad_norm: float | None = None) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """``(optimizer, scheduler)``: AdamW at ``lr * lr_factor(step)``; ``max_grad_norm`` is applied by :func:`step`."""
+    del max_grad_norm  # torch clips in step(); paddle's optimizer carries its clip
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+
+
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     """Set the learning rate of every parameter group for the next steps."""
     for group in optimizer.param_groups:
@@ -228,3 +245,11 @@ def shape_error(algo: Any, method: str, err: Exception, args: tuple) -> None:
     raise ValueError(f"{type(algo).__name__}.{method}: the model rejected inputs of shapes "
                      f"[{shapes}] ({message}); pass obs as [B, *obs_shape] with the observation shape the "
                      "model was built for, and actions / rewards shaped as the method documents") from err
+
+
+def gradient(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """d fn(x) / d x of a scalar ``fn`` at a detached copy of ``x`` (recorded under ``no_grad`` too); no graph."""
+    with torch.enable_grad():
+        x = x.detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(fn(x), x)
+    return grad
