@@ -186,7 +186,16 @@ CURVE_AXES = (
     # offline examples (cql, iql, dt): no env steps while learning
     ("gradient_steps", "eval_return_mean", "gradient steps", "evaluation return (mean)"),
     ("meta_updates", "test_mse", "meta-updates", "test MSE (new tasks)"),  # examples/maml
+    # a row per finished training episode (a2c_distributed, ga3c): plotted as the mean of the last EPISODE_WINDOW
+    ("env_steps", "episode_return", "env steps", "training return (mean of the last 10 episodes)"),
 )
+#: the episodes a per-episode ``episode_return`` curve is averaged over (the label of its CURVE_AXES entry says 10)
+EPISODE_WINDOW = 10
+
+
+def _trailing_mean(values: list[float], window: int) -> list[float]:
+    """The mean of the last ``window`` values (fewer at the start) at each position of ``values``."""
+    return [sum(values[max(0, i + 1 - window):i + 1]) / (i + 1 - max(0, i + 1 - window)) for i in range(len(values))]
 
 
 def curve_axes(header: list[str], path: pathlib.Path,
@@ -228,7 +237,10 @@ def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
                                                     [r for _, _, rows in tables for r in rows])
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
         for csv_path, _, rows in tables:
-            ax.plot([float(r[x_key]) for r in rows], [float(r[y_key]) for r in rows], marker=".",
+            ys = [float(r[y_key]) for r in rows]
+            if y_key == "episode_return":
+                ys = _trailing_mean(ys, EPISODE_WINDOW)
+            ax.plot([float(r[x_key]) for r in rows], ys, marker="." if y_key != "episode_return" else None,
                     label=csv_path.parent.name)  # fmt: skip
         ax.set_xlabel(x_label)
         ax.set_ylabel(y_label)

@@ -13,7 +13,7 @@ from blocks import DOCS, blocks, page_text
 PAGES = sorted(p for folder in ("algorithms", "distributed") for p in (DOCS / folder).glob("*.md")
                if p.name != "index.md")
 # Pages whose example writes no curve.csv (it cannot be plotted): the curve section says so instead of a figure.
-NO_CURVE = {"a2c_distributed", "ga3c"}
+NO_CURVE: set[str] = set()  # pages whose example writes no curve.csv (each must say so)
 SECTIONS = ("Paper", "When to use it", "Usage", "The example", "Learning curve", "Comparison with the reference",
             "Parameters")
 

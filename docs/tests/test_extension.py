@@ -69,8 +69,16 @@ def test_a_curve_csv_of_unknown_columns_is_named(tmp_path):
     assert parl_docs.curve_axes(header, tmp_path, rows[1:])[:2] == ("env_steps", "eval_return_mean")
     assert parl_docs.curve_axes(["gradient_steps", "eval_return_mean"], tmp_path)[:2] == ("gradient_steps",
                                                                                          "eval_return_mean")
+    # a row per finished episode (a2c_distributed, ga3c): plotted as the trailing mean of 10 episodes
+    assert parl_docs.curve_axes(["env_steps", "wall_s", "episode_return"], tmp_path)[:2] == ("env_steps",
+                                                                                           "episode_return")
     with pytest.raises(ValueError, match="add this example's to CURVE_AXES"):
         parl_docs.curve_axes(["episode", "reward"], tmp_path / "curve.csv")
+
+
+def test_trailing_mean_of_episode_returns():
+    assert parl_docs._trailing_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    assert parl_docs._trailing_mean([], 10) == []
 
 
 def test_torch_module_init_doc_is_not_shown_as_ours():
