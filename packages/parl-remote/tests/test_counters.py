@@ -72,3 +72,18 @@ def test_process_figures():
     figures = process_figures()
     assert figures["cpu_seconds"] > 0 and figures["resident_memory_bytes"] > 1_000_000
     assert figures["open_fds"] >= 3 and 0 <= figures["open_sockets"] <= figures["open_fds"]
+
+
+def test_open_fds_and_sockets_are_recounted_after_the_reuse_window():
+    import socket
+
+    before = process_figures(recount_s=0)
+    extra = [socket.socket() for _ in range(3)]
+    try:
+        reused = process_figures(recount_s=3600)  # the counts of a moment ago
+        assert (reused["open_fds"], reused["open_sockets"]) == (before["open_fds"], before["open_sockets"])
+        fresh = process_figures(recount_s=0)
+        assert (fresh["open_fds"], fresh["open_sockets"]) == (before["open_fds"] + 3, before["open_sockets"] + 3)
+    finally:
+        for sock in extra:
+            sock.close()
