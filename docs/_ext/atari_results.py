@@ -209,6 +209,15 @@ def ended(run: Run) -> str:
     return "; ".join([text, *notes])
 
 
+def _standing(series: Series, budget: float) -> tuple[bool, float, int]:
+    """What ranks a configuration for the summary line: the one with a run at PARL's budget (within 10 %) and the
+    best score there stands for its row; where no run got that far, the one that went furthest."""
+    runs = load_runs(series.folder)
+    points = [run.at(budget) for run in runs]
+    scores = [p[0] for p in points if p is not None and p[2] >= 0.9 * budget]
+    return bool(scores), max(scores, default=float("-inf")), max(run.steps[-1] for run in runs)
+
+
 def _fmt_score(value: float) -> str:
     return f"{value:+.1f}"
 
@@ -220,8 +229,7 @@ def render() -> str:
     for row in ROWS:
         budget = row.parl_budget
         ours, walls = [], []
-        # the configuration whose runs went furthest stands for the row
-        furthest = max(row.series, key=lambda series: max(run.steps[-1] for run in load_runs(series.folder)))
+        furthest = max(row.series, key=lambda series: _standing(series, budget))
         for run in load_runs(furthest.folder):
             point = run.at(budget)
             if point is not None and point[2] >= 0.9 * budget:

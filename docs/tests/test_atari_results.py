@@ -90,3 +90,20 @@ def test_a_resumed_run_sums_its_records_and_says_so(tmp_path, monkeypatch):
     (tmp_path / "r" / "seed0" / "run-resume-3.json").write_text("{}")  # a gap: run-resume-2.json is missing
     with pytest.raises(ValueError, match="continuation records must be"):
         atari_results.load_runs("r")
+
+
+def test_the_summary_line_shows_the_configuration_best_at_parls_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(atari_results, "ROOT", tmp_path)
+    budget = atari_results.ROWS[0].parl_budget
+    # "long": went furthest, but scores -20 at PARL's budget; "good": +19 there; "short": stopped far before it
+    _write_run(tmp_path / "long" / "seed0", [(int(budget * f), 60.0 * f, -20.0) for f in (0.5, 1.0, 2.0)])
+    _write_run(tmp_path / "good" / "seed0", [(int(budget * f), 60.0 * f, 19.0) for f in (0.5, 1.0)])
+    _write_run(tmp_path / "short" / "seed0", [(1000, 1.0, 21.0)])
+    series = tuple(atari_results.Series(name, name) for name in ("long", "short", "good"))
+    monkeypatch.setattr(atari_results, "ROWS", (dataclasses.replace(atari_results.ROWS[0], series=series),))
+    summary_line = atari_results.render().splitlines()[2]
+    assert "+19.0 (good)" in summary_line
+    # no configuration at PARL's budget: the one that went furthest stands for the row
+    series = tuple(atari_results.Series(name, name) for name in ("short",))
+    monkeypatch.setattr(atari_results, "ROWS", (dataclasses.replace(atari_results.ROWS[0], series=series),))
+    assert "run to 0.0M only (short)" in atari_results.render().splitlines()[2]
