@@ -29,21 +29,29 @@ Usage::
     python examples/qmix/train.py --env rware-tiny-2ag-v2 --total-steps 2000000
     xparl start --port 8010 --cpu-num 4 && python examples/qmix/train.py --actors 4 --address localhost:8010
     python examples/qmix/train.py --env sc2:3m            # needs oxwhirl's smac and StarCraft II
+    # killed, pre-empted or stopped with Ctrl-C: continue from the last checkpoint
+    python examples/qmix/train.py --seed 0 --resume runs/qmix/Foraging-8x8-2p-2f-coop-v3-seed0
 
-Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, ``<logdir>/model.ckpt`` and tensorboard scalars.
+Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv``, ``<logdir>/model.ckpt`` (the final networks and optimizer,
+read back by ``--restore``), tensorboard scalars and ``<logdir>/checkpoint.npz`` (docs/long_runs.md) every
+``--checkpoint-every`` minutes, on SIGTERM / Ctrl-C and at the end, after a collector call has been learnt from: the
+learner, episode buffer, reward statistics, counters and random generators. In-process (``--actors 0``) it also
+holds the collector's episodes in progress, and a resumed run is bit-exact: LBF's and RWARE's grids live in objects
+a checkpoint cannot hold, so each env is reset as its episode began (its generator's state; LBF's player positions)
+and takes the episode's recorded actions again. With ``--actors N`` (and on SMAC, whose game runs in StarCraft II)
+a resumed run continues the learner, buffer, counters and epsilon schedule, but its new collectors start new
+episodes: not bit-exact.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import importlib
 import json
 import logging
 import os
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -51,7 +59,7 @@ from tqdm import tqdm
 
 import parl
 from parl.env import MultiAgentVectorEnv, make_multiagent_env
-from parl.utils import summary
+from parl.utils import Checkpointer, RunLog, add_run_args
 from parl_remote import ActorPool
 
 logger = logging.getLogger("qmix")
@@ -155,30 +163,8 @@ def define_models(backend: str = "torch") -> tuple[type, type]:
     cache wrapper would be looked up by name in the actor's ``__main__``.)
     """
     Model = importlib.import_module(f"parl_core.{backend}").Model  # that backend's parl.Model
-    if backend == "torch":
-        import torch
-        from torch import nn
-        from torch.nn import functional as F
-
-        def zeros(n: int) -> Any:
-            return torch.zeros(1, n)
-
-        def gru(cell: Any, x: Any, h: Any) -> Any:
-            return cell(x, h)
-
-        abs_, bmm = torch.abs, torch.bmm
-    else:
-        import paddle
-        from paddle import nn
-        from paddle.nn import functional as F
-
-        def zeros(n: int) -> Any:
-            return paddle.zeros([1, n], dtype="float32")
-
-        def gru(cell: Any, x: Any, h: Any) -> Any:
-            return cell(x, h)[1]
-
-        abs_, bmm = paddle.abs, paddle.bmm
+    lib = importlib.import_module(backend)  # torch and paddle share the names used below
+    nn, F = lib.nn, lib.nn.functional
 
     class RNNAgentModel(Model):
         """PARL's RNNModel: Linear-ReLU, GRUCell, Linear. ``forward(inputs [N, input_dim], h [.., hidden])`` ->
@@ -192,10 +178,11 @@ def define_models(backend: str = "torch") -> tuple[type, type]:
             self.fc2 = nn.Linear(rnn_hidden_dim, n_actions)
 
         def init_hidden(self):
-            return zeros(self.rnn_hidden_dim)
+            return lib.zeros([1, self.rnn_hidden_dim])
 
         def forward(self, inputs, hidden_state):
-            h = gru(self.rnn, F.relu(self.fc1(inputs)), hidden_state.reshape([-1, self.rnn_hidden_dim]))
+            h = self.rnn(F.relu(self.fc1(inputs)), hidden_state.reshape([-1, self.rnn_hidden_dim]))
+            h = h[1] if isinstance(h, tuple) else h  # (paddle's GRUCell returns (output, h))
             return self.fc2(h), h
 
     class QMixerModel(Model):
@@ -218,12 +205,12 @@ def define_models(backend: str = "torch") -> tuple[type, type]:
             batch = agent_qs.shape[0]
             states = states.reshape([-1, self.state_dim])
             agent_qs = agent_qs.reshape([-1, 1, self.n_agents])
-            w1 = abs_(self.hyper_w_1(states)).reshape([-1, self.n_agents, self.embed_dim])
+            w1 = lib.abs(self.hyper_w_1(states)).reshape([-1, self.n_agents, self.embed_dim])
             b1 = self.hyper_b_1(states).reshape([-1, 1, self.embed_dim])
-            w2 = abs_(self.hyper_w_2(states)).reshape([-1, self.embed_dim, 1])
+            w2 = lib.abs(self.hyper_w_2(states)).reshape([-1, self.embed_dim, 1])
             b2 = self.hyper_b_2(states).reshape([-1, 1, 1])
-            hidden = F.elu(bmm(agent_qs, w1) + b1)
-            return (bmm(hidden, w2) + b2).reshape([batch, -1, 1])
+            hidden = F.elu(lib.bmm(agent_qs, w1) + b1)
+            return (lib.bmm(hidden, w2) + b2).reshape([batch, -1, 1])
 
     return RNNAgentModel, QMixerModel
 
@@ -261,6 +248,53 @@ def episode_shapes(env: Any) -> dict[str, tuple[tuple[int, ...], type]]:
             "filled_batch": ((1,), np.float32)}
 
 
+def lbf_players(env: Any) -> list:
+    """LBF's player objects (none for other envs). lbforaging's ``reset`` places the players away from the cells
+    where they stood before it, so a reset depends on those positions as well as on the env's ``np_random``."""
+    return getattr(getattr(getattr(env, "_env", None), "unwrapped", None), "players", [])
+
+
+class PlayerPositions:
+    """The LBF players' positions in ``envs`` (``MultiAgentEnv`` s), which a checkpoint holds for the next reset."""
+
+    def __init__(self, envs: list) -> None:
+        self.envs = envs
+
+    def state_dict(self) -> dict:
+        return {"positions": [[player.position for player in lbf_players(env)] for env in self.envs]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for env, positions in zip(self.envs, state["positions"], strict=True):
+            for player, position in zip(lbf_players(env), positions, strict=True):
+                player.position = position
+
+
+class RecordedEnv:
+    """A ``MultiAgentEnv`` that remembers how its current episode began: the reset's seed, the env's generator
+    state (``np_random``) and LBF's player positions before the reset. :meth:`restart` begins it again."""
+
+    def __init__(self, env: Any) -> None:
+        self.env, self.start = env, None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        gen = getattr(self.env, "np_random", None)  # (SMAC's game has none: its resume is not exact)
+        self.start = {"seed": seed, "np_random": None if gen is None else gen.bit_generator.state,
+                      **PlayerPositions([self.env]).state_dict()}
+        return self.env.reset(seed)
+
+    def restart(self, start: dict, actions: np.ndarray) -> None:
+        """Begin the episode ``start`` describes again and take its ``actions`` (int ``[t, n_agents]``) again."""
+        if start["np_random"] is not None:
+            self.env.np_random.bit_generator.state = start["np_random"]
+        PlayerPositions([self.env]).load_state_dict(start)
+        self.reset(start["seed"])
+        for step_actions in actions:
+            self.env.step(step_actions)
+
+
 class Collector:
     """E envs and a copy of the agent network; :meth:`run` steps them until n episodes end and returns them.
 
@@ -271,7 +305,7 @@ class Collector:
     def __init__(self, env_id: str, num_envs: int, seed: int, backend: str, cfg: dict, model: Any = None) -> None:
         self.ops = importlib.import_module(f"parl_algorithms.{backend}.ops")
         self.ops.seed(seed)  # (torch: also one CPU thread)
-        self.envs = MultiAgentVectorEnv([functools.partial(make_env, env_id) for _ in range(num_envs)])
+        self.envs = MultiAgentVectorEnv([lambda: RecordedEnv(make_env(env_id)) for _ in range(num_envs)])
         self.rng = np.random.default_rng(seed)
         E, n, A = num_envs, self.envs.n_agents, self.envs.n_actions
         self.n_actions, self.T = A, self.envs.episode_limit + 1
@@ -281,8 +315,9 @@ class Collector:
         self.obs, info = self.envs.reset(seed=seed)
         self.state, self.avail = info["state"], info["avail_actions"]
         self.last_actions = np.full((E, n), -1, np.int64)
-        self.hidden = None  # [E * n, hidden], zero at each episode start
+        self.hidden = np.zeros((E * n, model.rnn_hidden_dim), np.float32)  # zero at each episode start
         self.t = np.zeros(E, np.int64)
+        self.ep_return = np.zeros((E, n), np.float32)  # each agent's return so far
         shapes = episode_shapes(self.envs)
         self.episodes = {k: np.zeros((E, self.T) + shape, dtype) for k, (shape, dtype) in shapes.items()}
 
@@ -290,16 +325,8 @@ class Collector:
         """This collector's process id (the fault test kills it)."""
         return os.getpid()
 
-    def env_info(self) -> dict:
-        """The env's sizes and description."""
-        e = self.envs
-        return dict(n_agents=e.n_agents, obs_dim=e.obs_dim, state_dim=e.state_dim, n_actions=e.n_actions,
-                    episode_limit=e.episode_limit, env_version=e.env_version, reward_unit=e.reward_unit)
-
     def _act(self, epsilon: float) -> np.ndarray:
         E, n = self.last_actions.shape
-        if self.hidden is None:
-            self.hidden = np.zeros((E * n, self.model.rnn_hidden_dim), np.float32)
         inputs = agent_inputs(self.obs, self.last_actions, self.n_actions).reshape(E * n, -1)
         with self.ops.no_grad():
             q, h = self.model(self.ops.tensor(inputs), self.ops.tensor(self.hidden))
@@ -329,8 +356,7 @@ class Collector:
         if weights is not None:
             self.model.set_weights(weights)
         done_episodes, lengths, returns, steps = [], [], [], 0
-        ep = self.episodes
-        E = len(self.t)
+        ep, E = self.episodes, len(self.t)
         while len(done_episodes) < min_episodes:
             actions = self._act(epsilon)
             obs, reward, terminated, truncated, info = self.envs.step(actions)
@@ -343,6 +369,7 @@ class Collector:
             ep["terminated_batch"][rows, t, 0] = terminated
             steps += E
             self.t += 1
+            self.ep_return += reward
             self.last_actions = actions
             for e in np.flatnonzero(terminated | truncated):
                 end = self.t[e]  # the final observation / state / available actions, stored at step `end`, padding
@@ -352,17 +379,39 @@ class Collector:
                 ep["filled_batch"][e, end:] = 1.0
                 done_episodes.append({k: v[e].copy() for k, v in ep.items()})
                 lengths.append(int(end))
-                returns.append(float(info["episode_return"][e].sum()))
+                returns.append(float(self.ep_return[e].sum()))
                 for v in ep.values():
                     v[e] = 0
-                self.t[e] = 0
-                self.last_actions[e] = -1
+                self.t[e], self.last_actions[e], self.ep_return[e] = 0, -1, 0.0
                 self.hidden.reshape(E, -1)[e] = 0.0
             self.obs, self.state, self.avail = obs, info["state"], info["avail_actions"]
         episodes = {k: np.stack([d[k] for d in done_episodes]) for k in ep}
         return {"episodes": episodes, "lengths": np.asarray(lengths, np.int64),
                 "returns": np.asarray(returns, np.float32), "env_steps": steps,
                 "collect_s": time.perf_counter() - start}
+
+    _STATE = ("obs", "state", "avail", "last_actions", "hidden", "t", "ep_return")
+
+    def state_dict(self) -> dict:
+        """What the next :meth:`run` depends on (a copy): the action generator, the episodes in progress (their
+        steps so far, GRU states ``[E * n_agents, hidden]``, last actions ``[E, n_agents]``) and how each began."""
+        return {"rng": self.rng.bit_generator.state, "starts": [env.start for env in self.envs.envs],
+                "episodes": {k: v.copy() for k, v in self.episodes.items()},
+                **{k: getattr(self, k).copy() for k in self._STATE}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`'s ``state``: each env is reset as its episode began and takes the
+        episode's recorded actions again (the envs' grids are objects a checkpoint cannot hold).
+
+        Raises:
+            ValueError: ``state`` is of another number of envs.
+        """
+        self.rng.bit_generator.state = state["rng"]
+        for e, (env, start) in enumerate(zip(self.envs.envs, state["starts"], strict=True)):
+            env.restart(start, state["episodes"]["actions_batch"][e, :state["t"][e]])
+        self.episodes = {k: np.array(v) for k, v in state["episodes"].items()}
+        for k in self._STATE:
+            setattr(self, k, np.array(state[k]))
 
 
 RemoteCollector = parl.remote_class(wait=False)(Collector)
@@ -391,6 +440,18 @@ class EpisodeBuffer:
         steps = int(self.lengths[idx].max()) + 1
         return {k: v[idx, :steps] for k, v in self.data.items()}
 
+    def state_dict(self) -> dict:
+        """The stored episodes, write position and sampling generator."""
+        return {"data": {k: v[:self.size] for k, v in self.data.items()}, "lengths": self.lengths[:self.size],
+                "size": self.size, "next": self.next, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.size, self.next = int(state["size"]), int(state["next"])
+        for k, v in state["data"].items():
+            self.data[k][:self.size] = v
+        self.lengths[:self.size] = state["lengths"]
+        self.rng.bit_generator.state = state["rng"]
+
 
 class RunningMeanStd:
     """Running mean and variance of a stream of numbers (Chan et al.'s parallel update), as EPyMARL's."""
@@ -404,6 +465,12 @@ class RunningMeanStd:
         self.mean += delta * n / total
         self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
         self.count = total
+
+    def state_dict(self) -> dict:
+        return dict(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        vars(self).update(state)
 
 
 def evaluate(model: Any, ops: Any, envs: MultiAgentVectorEnv, seed: int) -> np.ndarray:
@@ -453,6 +520,7 @@ def main() -> None:
     parser.add_argument("--restore", default=None, help="a checkpoint (model.ckpt) to start from")
     parser.add_argument("--target-return", type=float, default=None, help="stop once an evaluation reaches it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_args(parser)
     args = parser.parse_args()
     if args.actors < 0:
         parser.error("--actors must be >= 0")
@@ -465,10 +533,9 @@ def main() -> None:
     if args.no_reward_standardisation:
         cfg["standardise_rewards"] = False
     E = args.envs_per_actor or cfg["envs_per_collector"]
-    logdir = args.logdir or os.path.join("runs", "qmix", f"{args.env.replace(':', '_')}-seed{args.seed}")
-    os.makedirs(logdir, exist_ok=True)
-    summary.set_logdir(logdir)
+    logdir = args.resume or args.logdir or os.path.join("runs", "qmix", f"{args.env.replace(':', '_')}-seed{args.seed}")
     start = time.perf_counter()
+    run = RunLog(logdir)
 
     parl.set_backend(args.backend)
     RNNAgentModel, QMixerModel = define_models(args.backend)
@@ -484,149 +551,145 @@ def main() -> None:
     if args.restore:
         agent.restore(args.restore)
         logger.info("restored %s", args.restore)
-
+    buffer = EpisodeBuffer(cfg["buffer_size"], episode_shapes(eval_envs), eval_envs.episode_limit + 1, args.seed)
+    reward_stats = RunningMeanStd()
+    ckpt = Checkpointer(run, every_min=args.checkpoint_every, resume=args.resume is not None, config=vars(args),
+                        ignore=("address",))
+    ckpt.register(alg=alg, buffer=buffer, reward_stats=reward_stats, eval_envs=PlayerPositions(eval_envs.envs))
     if args.actors == 0:  # collect in this process with the learner's own network (on the CPU)
         shared = agent_model if str(alg.device) in ("cpu", "Place(cpu)") else None
         local = Collector(args.env, E, args.seed * 1000, args.backend, cfg, model=shared)
-        actors: list = []
-    else:
+        ckpt.register(collector=local)
+    # generation: how many actors each slot has had (a replacement, or a resumed run's actor, gets other seeds)
+    c = ckpt.track(env_steps=0, episodes=0, updates=0, next_eval=cfg["eval_every"], eval_steps=-1, eval_returns=None,
+                   best_eval=float("-inf"), reached=False, recent=[], learn_s=0.0, collect_s=0.0,
+                   generation=[0] * args.actors)
+    ckpt.start()  # a resumed run continues from its checkpoint: learner, buffer, counters, generators, curve, clock
+
+    if args.actors:
         if args.address is None:  # one CPU per actor, plus one so that a replacement starts while a dead one is freed
-            # the embedded cluster forks its jobs with the actor's heavy imports done once (XPARL_PRELOAD)
-            os.environ.setdefault("XPARL_PRELOAD", f"{args.backend},gymnasium,parl_core.env.multiagent,"
-                                                   f"parl_algorithms.{args.backend}.ops")
             parl.connect(cpu_num=args.actors + 1)
         else:
             parl.connect(args.address)
-    generation = [0] * max(args.actors, 1)
 
-    def new_actor(slot: int) -> Any:
-        actor = RemoteCollector(args.env, E, args.seed * 1000 + 100 * slot + 10 * generation[slot] + 1, args.backend,
-                                cfg)
-        generation[slot] += 1
-        logger.info("actor %d started, pid=%d", slot, actor.pid().result())
-        return actor
+        def new_actor(slot: int) -> Any:
+            actor = RemoteCollector(args.env, E, args.seed * 1000 + 100 * slot + 10 * c.generation[slot] + 1,
+                                    args.backend, cfg)
+            c.generation[slot] += 1
+            logger.info("actor %d started, pid=%d", slot, actor.pid().result())
+            return actor
 
-    if args.actors:  # the actors start in parallel (each imports a framework); a dead one is logged and replaced
-        actors = ActorPool(new_actor, args.actors, logger=logger)
+        actors = ActorPool(new_actor, args.actors, logger=logger)  # started in parallel; a dead one is replaced
     actors_ready_s = time.perf_counter() - start
-    buffer = EpisodeBuffer(cfg["buffer_size"], episode_shapes(eval_envs), eval_envs.episode_limit + 1, args.seed)
-    reward_stats = RunningMeanStd()
 
     def epsilon_at(steps: int) -> float:
         frac = min(steps / cfg["epsilon_anneal_steps"], 1.0)
         return cfg["epsilon_start"] + frac * (cfg["epsilon_finish"] - cfg["epsilon_start"])
 
-    env_steps, episodes, updates, syncs = 0, 0, 0, 0
-    learn_s = collect_s = 0.0
-    recent: deque[float] = deque(maxlen=100)
-    losses: deque[float] = deque(maxlen=100)
-    next_eval, eval_returns, best_eval, reached, interrupted = cfg["eval_every"], None, float("-inf"), False, False
-    eval_steps = -1  # env steps of the last evaluation
-    curve_file = open(os.path.join(logdir, "curve.csv"), "w", newline="")
-    curve = csv.writer(curve_file)
-    curve.writerow(["env_steps", "wall_s", "eval_return_mean", "eval_return_std", "train_return_mean", "epsilon"])
-    bar = tqdm(total=cfg["total_steps"], disable=args.no_progress, unit="step", smoothing=0.05)
+    def train_mean() -> float:
+        return float(np.mean(c.recent)) if c.recent else float("nan")
 
-    def run_evaluation() -> np.ndarray:
-        nonlocal best_eval, eval_steps
-        eval_steps = env_steps
-        model = alg.agent_model
-        returns = evaluate(model, ops, eval_envs, seed=args.seed * 1000 + 500_000)
-        wall_s = time.perf_counter() - start
-        best_eval = max(best_eval, float(returns.mean()))
-        summary.add_scalar("eval/return_mean", float(returns.mean()), env_steps)
-        curve.writerow([env_steps, round(wall_s, 3), float(returns.mean()), float(returns.std()),
-                        float(np.mean(recent)) if recent else float("nan"), round(epsilon_at(env_steps), 4)])
-        curve_file.flush()
-        logger.info("env steps %d, episodes %d, updates %d, %.0f steps/s, eval return %.3f (train %.3f)", env_steps,
-                    episodes, updates, env_steps / wall_s, returns.mean(), np.mean(recent) if recent else 0.0)
-        return returns
+    def run_evaluation() -> None:
+        c.eval_steps = c.env_steps
+        c.eval_returns = evaluate(alg.agent_model, ops, eval_envs, seed=args.seed * 1000 + 500_000)
+        mean, wall_s = float(c.eval_returns.mean()), run.elapsed()
+        c.best_eval = max(c.best_eval, mean)
+        run.scalar("eval/return_mean", mean, c.env_steps)
+        run.row({"env_steps": c.env_steps, "wall_s": round(wall_s, 3), "eval_return_mean": mean,
+                 "eval_return_std": float(c.eval_returns.std()), "train_return_mean": train_mean(),
+                 "epsilon": round(epsilon_at(c.env_steps), 4)})
+        logger.info("env steps %d, episodes %d, updates %d, %.0f steps/s, eval return %.3f (train %.3f)",
+                    c.env_steps, c.episodes, c.updates, c.env_steps / wall_s, mean, np.mean(c.recent or [0.0]))
 
     def consume(result: dict) -> None:
         """Store the episodes of one collector call and learn once per episode (EPyMARL's ratio)."""
-        nonlocal env_steps, episodes, updates, syncs, learn_s, collect_s, next_eval, eval_returns, reached
         buffer.add(result["episodes"], result["lengths"])
-        env_steps += result["env_steps"]
-        episodes += len(result["lengths"])
-        collect_s += result["collect_s"]
-        recent.extend(result["returns"].tolist())
+        c.env_steps += result["env_steps"]
+        c.episodes += len(result["lengths"])
+        c.collect_s += result["collect_s"]
+        c.recent = (c.recent + result["returns"].tolist())[-100:]
         bar.update(result["env_steps"])
         t0 = time.perf_counter()
         for _ in range(len(result["lengths"]) * cfg["learns_per_episode"]):
             if buffer.size < cfg["batch_size"]:
                 break
             batch = buffer.sample(cfg["batch_size"])
-            real = batch["filled_batch"][:, :-1] == 0
             if cfg["standardise_rewards"]:
-                reward_stats.update(batch["reward_batch"][:, :-1][real])
+                reward_stats.update(batch["reward_batch"][:, :-1][batch["filled_batch"][:, :-1] == 0])
                 batch["reward_batch"] = ((batch["reward_batch"] - reward_stats.mean) /
                                          np.sqrt(reward_stats.var)).astype(np.float32)
             batch["obs_batch"] = batch_agent_inputs(batch["obs_batch"], batch["actions_batch"], A)
             loss, td_error = alg.learn(**batch)
-            losses.append(loss)
-            updates += 1
-            if updates % cfg["target_update_interval"] == 0:
+            c.updates += 1
+            if c.updates % cfg["target_update_interval"] == 0:
                 alg.sync_target()
-                syncs += 1
-            if updates % 50 == 0:
-                summary.add_scalar("train/loss", loss, env_steps)
-                summary.add_scalar("train/td_error", td_error, env_steps)
-                for key, value in alg.get_info().items():
-                    summary.add_scalar(key, value, env_steps)
-        learn_s += time.perf_counter() - t0
-        wall_s = time.perf_counter() - start
-        summary.add_scalar("train/episode_return", float(np.mean(recent)), env_steps)
-        summary.add_scalar("train/epsilon", epsilon_at(env_steps), env_steps)
-        summary.add_scalar("time/env_steps_per_s", env_steps / wall_s, env_steps)
-        bar.set_postfix(fps=f"{env_steps / wall_s:.0f}", ret=f"{np.mean(recent):.3f}", refresh=False)
-        if env_steps >= next_eval:
-            next_eval += cfg["eval_every"]
-            eval_returns = run_evaluation()
-            reached = args.target_return is not None and float(eval_returns.mean()) >= args.target_return
+            if c.updates % 50 == 0:
+                for key, value in {"train/loss": loss, "train/td_error": td_error, **alg.get_info()}.items():
+                    run.scalar(key, value, c.env_steps)
+        c.learn_s += time.perf_counter() - t0
+        wall_s = run.elapsed()
+        run.scalar("train/episode_return", train_mean(), c.env_steps)
+        run.scalar("train/epsilon", epsilon_at(c.env_steps), c.env_steps)
+        run.scalar("time/env_steps_per_s", c.env_steps / wall_s, c.env_steps)
+        bar.set_postfix(fps=f"{c.env_steps / wall_s:.0f}", ret=f"{train_mean():.3f}", refresh=False)
+        if c.env_steps >= c.next_eval:
+            c.next_eval += cfg["eval_every"]
+            run_evaluation()
+            c.reached = args.target_return is not None and float(c.eval_returns.mean()) >= args.target_return
 
+    def running() -> bool:
+        return c.env_steps < cfg["total_steps"] and not c.reached
+
+    bar = tqdm(total=cfg["total_steps"], initial=c.env_steps, disable=args.no_progress, unit="step", smoothing=0.05)
+    interrupted = False
     try:
         if args.actors == 0:
-            while env_steps < cfg["total_steps"] and not reached:
-                consume(local.run(None if shared is not None else agent_model.get_weights(), epsilon_at(env_steps), 1))
+            while running():
+                consume(local.run(None if shared is not None else agent_model.get_weights(),
+                                  epsilon_at(c.env_steps), 1))
+                ckpt.maybe_save(c.env_steps)  # (a SIGTERM / Ctrl-C: saved here, then the run exits)
         else:
-            per_call = E  # episodes per collector call
-
             def ask(actor: Any) -> Any:  # the current weights and epsilon, also for a dead actor's replacement
-                return actor.run(agent_model.get_weights(), epsilon_at(env_steps), per_call)
+                return actor.run(agent_model.get_weights(), epsilon_at(c.env_steps), E)
 
             for slot in range(args.actors):
                 actors.submit(ask, slot=slot)
             for task in actors.as_completed():
-                if env_steps >= cfg["total_steps"] or reached:  # the budget is spent: drop late results
+                if not running():  # the budget is spent: drop late results
                     continue
                 consume(task.result())
-                if env_steps < cfg["total_steps"] and not reached:
+                ckpt.maybe_save(c.env_steps)
+                if running():
                     actors.submit(ask, slot=task.slot)
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: stop and still write the summary
+    except KeyboardInterrupt:  # a second Ctrl-C: stop now, keep the last checkpoint, still write the summary
         interrupted = True
+    except SystemExit:
+        if args.actors:
+            parl.disconnect()
+        raise
     bar.close()
-    if eval_steps != env_steps:  # the final evaluation, unless the last one was at this step count
-        eval_returns = run_evaluation()
-    curve_file.close()
-    wall_s = time.perf_counter() - start
+    if c.eval_steps != c.env_steps:  # the final evaluation, unless the last one was at this step count
+        run_evaluation()
     agent.save(os.path.join(logdir, "model.ckpt"))
-    result = {
+    run.close()
+    wall_s, final = run.elapsed(), c.eval_returns
+    result = run.write_summary({
         "algorithm": "QMIX", "env_id": args.env, "env_version": eval_envs.env_version,
         "reward_unit": eval_envs.reward_unit, "backend": args.backend, "device": str(alg.device), "seed": args.seed,
-        "actors": args.actors, "envs_per_actor": E, "eval_return_mean": float(eval_returns.mean()),
-        "eval_return_std": float(eval_returns.std()), "eval_episodes": int(eval_returns.size),
-        "best_eval_return_mean": max(best_eval, float(eval_returns.mean())),
-        "train_return_mean": float(np.mean(recent)) if recent else float("nan"), "env_steps": env_steps,
-        "episodes": episodes, "updates": updates, "target_syncs": syncs, "wall_s": round(wall_s, 3),
-        "env_steps_per_s": round(env_steps / wall_s, 1), "learn_s": round(learn_s, 3),
-        "collect_s": round(collect_s, 3), "actors_ready_s": round(actors_ready_s, 3),
-        "actors_replaced": actors.replacements if args.actors else 0,
-        "reached": reached, "target_return": args.target_return, "interrupted": interrupted,
-        "total_steps": cfg["total_steps"], "loadavg": [float(x) for x in open("/proc/loadavg").read().split()[:3]],
-    }
-    summary.flush()
-    with open(os.path.join(logdir, "summary.json"), "w") as f:
-        json.dump(result, f, indent=2)
+        "actors": args.actors, "envs_per_actor": E, "eval_return_mean": float(final.mean()),
+        "eval_return_std": float(final.std()), "eval_episodes": int(final.size),
+        "best_eval_return_mean": c.best_eval, "train_return_mean": train_mean(),
+        "env_steps": c.env_steps, "episodes": c.episodes, "updates": c.updates,
+        "target_syncs": c.updates // cfg["target_update_interval"], "wall_s": round(wall_s, 3),
+        "env_steps_per_s": round(c.env_steps / wall_s, 1), "learn_s": round(c.learn_s, 3),
+        "collect_s": round(c.collect_s, 3), "actors_ready_s": round(actors_ready_s, 3),
+        "actors_replaced": actors.replacements if args.actors else 0, "reached": c.reached,
+        "target_return": args.target_return, "interrupted": interrupted, "total_steps": cfg["total_steps"],
+        "loadavg": [round(x, 2) for x in os.getloadavg()]})
+    if interrupted:
+        ckpt.close()
+    else:
+        ckpt.finish(c.env_steps)
     eval_envs.close()
     if args.actors:
         parl.disconnect()

@@ -1,6 +1,8 @@
 """examples/qmix as real subprocesses: a tiny budget in-process and with 2 remote collectors on the embedded
-cluster (exact exit code and summary values), restoring its checkpoint, a killed collector replaced, the SMAC id
-without SMAC, and a learn-to-threshold run marked slow; in process, the collector's padded episodes."""
+cluster (exact exit code and summary values), restoring its checkpoint, a killed collector replaced, a remote run
+stopped by SIGTERM and resumed, the SMAC id without SMAC, and a learn-to-threshold run marked slow; in process, the
+collector's padded episodes and its episodes in progress rebuilt from a checkpoint's state (the bit-exact resume
+of in-process runs is tests/test_examples_resume.py's)."""
 
 import csv
 import importlib.util
@@ -11,10 +13,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "qmix" / "train.py"
@@ -126,6 +131,74 @@ def test_collector_returns_padded_episodes():
     np.testing.assert_array_equal(inputs[:, 1, :, 12:18].argmax(-1), episodes["actions_batch"][:, 0])
     np.testing.assert_array_equal(inputs[:, :, :, 18:], np.broadcast_to(np.eye(2), (k, 51, 2, 2)))
 
+
+
+def test_collector_state_rebuilds_episodes_in_progress():
+    """A collector loaded with another's state_dict mid-episode (its envs' episodes out of step) collects the same
+    episodes after it: each env is rebuilt by a reset as its episode began and a replay of the episode's actions."""
+    train = load_example()
+    cfg = train.config_for(LBF)
+    a, b = train.Collector(LBF, 3, 0, "torch", cfg), train.Collector(LBF, 3, 0, "torch", cfg)
+    b.model.set_weights(a.model.get_weights())
+    for collector in (a, b):  # each env ends its episodes at its own step count (lbforaging's step limit)
+        for env, limit in zip(collector.envs.envs, (37, 44, 50), strict=True):
+            env._env.unwrapped._max_episode_steps = limit
+    for _ in range(3):
+        a.run(None, 0.5, 1)
+    state = a.state_dict()
+    assert state["t"].min() < state["t"].max() and state["t"].max() > 0  # episodes in progress, out of step
+    b.load_state_dict(state)
+    # (each env begun as the saved one: the same generator state and LBF player positions before its reset)
+    assert [env.start for env in b.envs.envs] == state["starts"]
+    for _ in range(6):
+        x, y = a.run(None, 0.5, 2), b.run(None, 0.5, 2)
+        assert x["env_steps"] == y["env_steps"]
+        np.testing.assert_array_equal(x["lengths"], y["lengths"])
+        np.testing.assert_array_equal(x["returns"], y["returns"])
+        for key, value in x["episodes"].items():
+            np.testing.assert_array_equal(value, y["episodes"][key], err_msg=key)
+
+
+def test_remote_run_stopped_by_sigterm_resumes(tmp_path):
+    """SIGTERM makes a run with 2 remote collectors save a checkpoint and exit with 143; --resume continues its
+    counters, buffer and curve with new collectors (not bit-exact) and writes the summary."""
+    args = ["--actors", "2", "--total-steps", "2400", "--eval-every", "400", "--eval-episodes", "2",
+            "--envs-per-actor", "4", "--batch-size", "4", "--checkpoint-every", "0"]
+    with open(tmp_path / "first.log", "w") as log:
+        proc = subprocess.Popen(command(tmp_path, *args), stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                                start_new_session=True, env=dict(os.environ, PYTHONHASHSEED="0"))
+    deadline = time.monotonic() + 400
+    try:
+        while not (tmp_path / "curve.csv").is_file() or len((tmp_path / "curve.csv").read_text().splitlines()) < 2:
+            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "no evaluation row within 400 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)  # the learner only: it saves at its next checkpoint point and exits
+        returncode = proc.wait(timeout=max(deadline - time.monotonic(), 1))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    output = (tmp_path / "first.log").read_text()
+    assert returncode == 128 + signal.SIGTERM, output[-4000:]
+    assert "SIGTERM: saved" in output and not (tmp_path / "summary.json").exists()
+    saved = read_checkpoint(tmp_path / CHECKPOINT_FILE)
+    counters = saved["state"]["counters"]
+    assert not saved["meta"]["finished"] and 400 <= counters["env_steps"] < 2400 and counters["generation"] == [1, 1]
+    assert saved["state"]["buffer"]["size"] == counters["episodes"] > 0 and counters["updates"] > 0
+    with open(tmp_path / "curve.csv") as f:
+        before = list(csv.DictReader(f))
+
+    result = run(tmp_path, *args, "--resume", str(tmp_path))
+    assert 2400 <= result["env_steps"] < 2400 + 2 * 4 * 4 * 50 and result["actors"] == 2
+    assert result["episodes"] > counters["episodes"] and result["updates"] > counters["updates"]
+    assert result["eval_episodes"] == 2 and result["interrupted"] is False and result["actors_replaced"] == 0
+    with open(tmp_path / "curve.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[:len(before)] == before and len(rows) > len(before)  # the curve continues after its saved rows
+    steps = [int(r["env_steps"]) for r in rows]
+    assert steps == sorted(set(steps)) and steps[-1] == result["env_steps"]
+    assert float(rows[-1]["epsilon"]) < float(before[-1]["epsilon"])  # the schedule went on from the saved steps
+    assert read_checkpoint(tmp_path / CHECKPOINT_FILE)["meta"]["finished"]
 
 def test_killed_collector_is_replaced(tmp_path):
     proc = subprocess.Popen(command(tmp_path, "--actors", "2", "--total-steps", "4000", "--eval-every", "800",

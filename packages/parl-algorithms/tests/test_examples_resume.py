@@ -20,8 +20,8 @@ from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-TIMING = {"wall_s", "train_wall_s", "cpu_s", "collect_s", "env_steps_per_s", "steps_per_s", "loadavg", "resumed",
-          "tstart"}
+TIMING = {"wall_s", "train_wall_s", "cpu_s", "collect_s", "learn_s", "actors_ready_s", "env_steps_per_s",
+          "steps_per_s", "loadavg", "resumed", "tstart"}
 PATHS = {"checkpoint"}  # (summary fields naming a file in the run's own folder)
 
 CASES = {
@@ -42,9 +42,13 @@ CASES = {
     "maddpg": ("maddpg", ["--total-steps", "1600", "--learning-starts", "400", "--eval-every", "800",
                           "--eval-episodes", "2", "--final-eval-episodes", "2"]),
     "maml": ("maml", ["--epochs", "4", "--iters-per-epoch", "30", "--train-tasks", "64", "--test-tasks", "100"]),
+    "mappo": ("mappo", ["--total-steps", "1600", "--num-envs", "4", "--unroll-length", "12", "--eval-every", "400",
+                        "--eval-episodes", "2"]),  # (12-step unrolls: checkpoints in the middle of 25-step episodes)
     "oac": ("oac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "ppo": ("ppo", ["--total-steps", "2560"]),
     "ppo-pendulum": ("ppo", ["--env", "Pendulum-v1", "--total-steps", "6144"]),
+    "qmix": ("qmix", ["--total-steps", "2000", "--eval-every", "500", "--eval-episodes", "3", "--envs-per-actor", "3",
+                      "--batch-size", "4", "--target-update-interval", "10"]),
     "quickstart": ("quickstart", ["--max-episodes", "60"]),
     "sac": ("sac", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
     "td3": ("td3", ["--total-steps", "900", "--learning-starts", "300", "--eval-every", "300"]),
