@@ -3,8 +3,9 @@
 ``run_case(backend, name)`` returns, for one case on one backend, everything the update sequence produced:
 the losses of each ``learn`` call, a digest (sha256 of the float32 bytes) and the sum of every final weight,
 ``predict`` and ``sample`` outputs on fixed observations (OAC: also its optimistic exploration action; IQL:
-``predict`` only; DecisionTransformer: ``predict`` on fixed segments), the checkpoint's entry names (a checkpoint
-written today must load), the temperature of SAC and its subclasses and OAC / IQL's ``last_info``.
+``predict`` only; DecisionTransformer: ``predict`` on fixed segments; A3C: also ``value``), the checkpoint's entry
+names (a checkpoint written today must load), the temperature of SAC and its subclasses and OAC / IQL / A3C /
+IMPALA's ``last_info``.
 ``golden/record.py`` writes them to ``golden/<backend>.json``; ``test_golden_outputs.py`` recomputes them and
 compares bit for bit, so a refactoring of an algorithm that changes one rounding anywhere fails.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,21 @@ def _pg_batch(rng):
 def _a2c_batch(rng):
     return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
             rng.normal(size=B).astype(np.float32), rng.normal(size=B).astype(np.float32))
+
+
+def _a3c_batch(rng):
+    """(obs, actions, advantages, target_values, learning_rate, entropy_coeff)."""
+    return (*_a2c_batch(rng), 1e-2, -0.01)
+
+
+IMPALA_T = 4  # B = 16 rows: 4 unrolls of 4 steps, env-major (PARL)
+
+
+def _impala_batch(rng):
+    """(obs, actions, behaviour_logits, rewards, dones, learning_rate, entropy_coeff)."""
+    return (rng.normal(size=(B, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=B),
+            rng.normal(size=(B, NUM_ACTIONS)).astype(np.float32), rng.normal(size=B).astype(np.float32),
+            rng.random(B) < 0.2, 1e-2, -0.01)
 
 
 def _transition(rng, discrete):
@@ -88,6 +105,19 @@ CASES: dict[str, tuple[Any, Any, Any]] = {
                          lambda r: _transition(r, False)),
     "DecisionTransformer": ("DTStepModel", lambda M, m, d: M.algs.DecisionTransformer(
         m, learning_rate=1e-2, warmup_steps=2, weight_decay=0.1, device=d), lambda r: dt_segments(r, 4, 5)),
+    "A3C": ("DiscreteACModel", lambda M, m, d: M.algs.A3C(m, vf_loss_coeff=0.5, device=d), _a3c_batch),
+    "A3C-mean-clipped": ("DiscreteACModel", lambda M, m, d: M.algs.A3C(m, vf_loss_coeff=0.5, reduction="mean",
+                                                                       max_grad_norm=0.1, device=d), _a3c_batch),
+    "A3C-unclipped": ("DiscreteACModel", lambda M, m, d: M.algs.A3C(m, vf_loss_coeff=0.5, max_grad_norm=None,
+                                                                    device=d), _a3c_batch),
+    "IMPALA": ("DiscreteACModel", lambda M, m, d: M.algs.IMPALA(m, sample_batch_steps=IMPALA_T, gamma=0.9, device=d),
+               _impala_batch),
+    "IMPALA-clipped-rho": ("DiscreteACModel", lambda M, m, d: M.algs.IMPALA(
+        m, sample_batch_steps=IMPALA_T, gamma=0.9, clip_rho_threshold=0.5, clip_pg_rho_threshold=2.0,
+        max_grad_norm=0.5, device=d), _impala_batch),
+    "IMPALA-unclipped": ("DiscreteACModel", lambda M, m, d: M.algs.IMPALA(
+        m, sample_batch_steps=IMPALA_T, gamma=0.9, vf_loss_coeff=1.0, max_grad_norm=None, learning_rate=3e-3,
+        device=d), _impala_batch),
 }
 
 
@@ -144,8 +174,9 @@ def run_case(backend: str, name: str) -> dict[str, Any]:
     record = {"losses": losses, "weights": weights, **_acting(M, name, alg), "checkpoint": sorted(alg.state_dict())}
     if name.startswith(("SAC", "CQL", "OAC")):
         record["alpha"] = float(alg.alpha)
-    if name.startswith(("OAC", "IQL")):
-        record["info"] = {key: float(value) for key, value in sorted(alg.last_info.items())}
+    if name.startswith(("OAC", "IQL", "A3C", "IMPALA")):  # (IMPALA's grad_norm without a clip: the string "nan")
+        record["info"] = {key: float(value) if math.isfinite(value) else repr(float(value))
+                          for key, value in sorted(alg.last_info.items())}
     return record
 
 
@@ -162,6 +193,8 @@ def _acting(M, name, alg):
         return {"predict": predict}
     M.ops.seed(3)
     acting = {"predict": predict, "sample": _arrays(alg.sample(obs))}
+    if name.startswith("A3C"):
+        acting["value"] = _arrays(alg.value(obs))
     if name == "OAC":
         M.ops.seed(4)
         acting["explore"] = _arrays(alg.get_optimistic_exploration_action(obs))

@@ -7,7 +7,7 @@ algorithm, runs one more ``learn`` and records its losses and final weight diges
 ``golden/checkpoints/expected.json``. ``test_golden_outputs.py`` restores the files into today's classes and
 compares that step bit for bit. ``write("OAC", ...)`` writes only the cases named (and keeps the others' files
 and records): SAC (fixed and tuned temperature) and CQL were written before SAC was written once; OAC, IQL and
-DecisionTransformer before they were.
+DecisionTransformer before they were; A3C and IMPALA before they were.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pathlib
 import pickle
 
 import numpy as np
-from algo_models import dt_segments, models, transition
-from golden_cases import OFF, digest
+from algo_models import NUM_ACTIONS, OBS_DIM, dt_segments, models, transition
+from golden_cases import OFF, _flat, digest
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -41,9 +41,17 @@ class PaddleIQLModel(models("paddle").IQLModel):
     """The test IQL model, at module level so that a pickled algorithm names it."""
 
 
-MODELS = {"torch": {"SACModel": TorchSACModel, "IQLModel": TorchIQLModel,
+class TorchACModel(models("torch").DiscreteACModel):
+    """The test actor-critic model (A3C, IMPALA), at module level so that a pickled algorithm names it."""
+
+
+class PaddleACModel(models("paddle").DiscreteACModel):
+    """The test actor-critic model (A3C, IMPALA), at module level so that a pickled algorithm names it."""
+
+
+MODELS = {"torch": {"SACModel": TorchSACModel, "IQLModel": TorchIQLModel, "ACModel": TorchACModel,
                     "DTStepModel": models("torch").DTStepModel},
-          "paddle": {"SACModel": PaddleSACModel, "IQLModel": PaddleIQLModel,
+          "paddle": {"SACModel": PaddleSACModel, "IQLModel": PaddleIQLModel, "ACModel": PaddleACModel,
                      "DTStepModel": models("paddle").DTStepModel}}
 # (a paddle algorithm does not pickle: its tensors hold programs; nor does a torch DecisionTransformer: its
 # warm-up schedule holds a lambda)
@@ -53,6 +61,19 @@ NOT_PICKLED = {"DecisionTransformer"}
 
 def _transitions(rng):
     return transition(rng, False, 8, action_bound=0.99)
+
+
+def _a3c_batch(rng):
+    """(obs, actions, advantages, target_values, learning_rate, entropy_coeff) of 8 rows."""
+    return (rng.normal(size=(8, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=8),
+            rng.normal(size=8).astype(np.float32), rng.normal(size=8).astype(np.float32), 1e-2, -0.01)
+
+
+def _impala_batch(rng):
+    """(obs, actions, behaviour_logits, rewards, dones, learning_rate, entropy_coeff): 2 unrolls of 4 steps."""
+    return (rng.normal(size=(8, OBS_DIM)).astype(np.float32), rng.integers(0, NUM_ACTIONS, size=8),
+            rng.normal(size=(8, NUM_ACTIONS)).astype(np.float32), rng.normal(size=8).astype(np.float32),
+            rng.random(8) < 0.25, 1e-2, -0.01)
 
 
 # name -> (model, build the algorithm on (models namespace, model), a learn batch from a Generator)
@@ -67,6 +88,9 @@ CASES = {
     "IQL": ("IQLModel", lambda M, m: M.algs.IQL(m, max_steps=6, lr=1e-2, device="cpu"), _transitions),
     "DecisionTransformer": ("DTStepModel", lambda M, m: M.algs.DecisionTransformer(
         m, learning_rate=1e-2, warmup_steps=4, weight_decay=0.1, device="cpu"), lambda rng: dt_segments(rng, 4, 5)),
+    "A3C": ("ACModel", lambda M, m: M.algs.A3C(m, vf_loss_coeff=0.5, max_grad_norm=0.5, device="cpu"), _a3c_batch),
+    "IMPALA": ("ACModel", lambda M, m: M.algs.IMPALA(m, sample_batch_steps=4, gamma=0.9, max_grad_norm=0.5,
+                                                     device="cpu"), _impala_batch),
 }
 
 
@@ -91,8 +115,7 @@ def _fresh(backend, name):
 def _step(M, name, alg, agent):
     """One learn on a fixed batch with fixed noise; the record compared bit for bit."""
     M.ops.seed(5)
-    out = agent.learn(*CASES[name][2](np.random.default_rng(7)))
-    out = out if isinstance(out, (tuple, list)) else (out,)
+    out = _flat(agent.learn(*CASES[name][2](np.random.default_rng(7))))  # (IMPALA's ((losses), kl) flattened)
     weights = {f"{k}.{p}": digest(v) for k, ps in sorted(alg.get_all_weights().items()) for p, v in sorted(ps.items())}
     record = {"losses": [float(_numpy(x)) for x in out], "weights": weights}
     if hasattr(alg, "alpha"):  # (SAC's temperature; IQL's Polyak rate)

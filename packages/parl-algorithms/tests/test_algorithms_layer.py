@@ -10,7 +10,8 @@ import pytest
 torch_ops = pytest.importorskip("parl_algorithms.torch.ops")
 paddle_ops = pytest.importorskip("parl_algorithms.paddle.ops")
 
-MODULES = ("policy_gradient", "dqn", "ddpg", "td3", "a2c", "ppo", "sac", "cql", "oac", "iql", "dt")
+MODULES = ("policy_gradient", "dqn", "ddpg", "td3", "a2c", "ppo", "sac", "cql", "oac", "iql", "dt", "a3c", "impala",
+           "vtrace")
 
 
 def test_the_two_layers_have_the_same_names_and_signatures():
@@ -32,7 +33,7 @@ def test_an_algorithm_written_once_imports_no_framework():
 
 @pytest.mark.parametrize("backend", ["torch", "paddle"])
 @pytest.mark.parametrize("name", ["PolicyGradient", "DQN", "DDQN", "DDPG", "TD3", "A2C", "PPO", "SAC", "CQL", "OAC",
-                                  "IQL", "DecisionTransformer"])
+                                  "IQL", "DecisionTransformer", "A3C", "IMPALA"])
 def test_public_classes_keep_their_module_and_the_shared_docstring(backend, name):
     import parl_algorithms
 

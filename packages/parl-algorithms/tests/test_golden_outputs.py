@@ -3,9 +3,9 @@ checkpoint entries of fixed-seed runs (``golden_cases.py``) equal those recorded
 
 The goldens were recorded on the two-tree code (one ``torch/`` and one ``paddle/`` module per algorithm) before
 each algorithm was rewritten as one module (the OAC, IQL, IQL-distribution and DecisionTransformer cases, and their
-checkpoints in ``golden_checkpoints.py``, were recorded on it just before those three were); a rewrite must leave
-them bit-identical. A golden changes only with a deliberate change of behaviour, recorded here
-(``python golden/record.py``) with the reason:
+checkpoints in ``golden_checkpoints.py``, were recorded on it just before those three were; the A3C and IMPALA cases
+and checkpoints just before those two were); a rewrite must leave them bit-identical. A golden changes only with a
+deliberate change of behaviour, recorded here (``python golden/record.py``) with the reason:
 
 - PPO: one check of continuous actions on both backends (their width must be the policy's ``act_dim``; paddle
   took any width). No golden changed: the goldens' batches fit.
@@ -47,9 +47,9 @@ def _checkpoint_cases():
 
 @pytest.mark.parametrize("file", _checkpoint_cases())
 def test_checkpoints_and_pickles_of_the_two_tree_code_load(file):
-    # SAC / CQL / OAC / IQL / DecisionTransformer checkpoints (Agent.save) and torch pickles written before the
-    # algorithms were written once restore into today's classes, and the next learn step is the one the old code
-    # took, bit for bit
+    # SAC / CQL / OAC / IQL / DecisionTransformer / A3C / IMPALA checkpoints (Agent.save) and torch pickles written
+    # before the algorithms were written once restore into today's classes, and the next learn step is the one the
+    # old code took, bit for bit
     import golden_checkpoints
 
     backend, rest = file.split("-", 1)

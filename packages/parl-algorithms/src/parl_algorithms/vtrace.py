@@ -3,69 +3,24 @@ Importance Weighted Actor-Learner Architectures", eq. 1 and Remark 1).
 
 ``parl.algorithms.vtrace.from_importance_weights`` has the name and signature of PARL's
 ``parl/algorithms/paddle/impala/vtrace.py`` and deepmind/scalable_agent's ``vtrace.py``. This module
-imports no deep-learning framework: the torch implementation (``parl_algorithms.torch.vtrace``) or the
-paddle one (``parl_algorithms.paddle.vtrace``) is imported at the first call, paddle when an input is a
-paddle tensor. It also holds the argument checks both implementations share.
+imports no deep-learning framework: the computation, written once, is
+:func:`parl_algorithms.algorithms.vtrace.vtrace`, run at the first call on torch's layer
+(``parl_algorithms.torch.ops``) or paddle's (``parl_algorithms.paddle.ops``) when an input is a paddle tensor.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+from parl_algorithms.algorithms.vtrace import VTraceReturns, vtrace
 
 __all__ = ["VTraceReturns", "from_importance_weights"]
-
-TB_NAMES = ("behaviour_actions_log_probs", "target_actions_log_probs", "discounts", "rewards", "values")
-
-
-def check_threshold(value: float | None, name: str) -> float | None:
-    """``float(value)``, or ``None`` for no clipping.
-
-    Raises:
-        ValueError: ``value`` is not a number > 0.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"vtrace: {name} must be a number > 0 (1.0 in the paper) or None for no clipping, "
-                         f"got {value!r}")
-    return float(value)
-
-
-def check_shapes(tensors: Sequence[Any], bootstrap_value: Any) -> None:
-    """Check that the five ``[T, B]`` inputs (in :data:`TB_NAMES` order) share one shape and that
-    ``bootstrap_value`` is ``[B]`` (any tensor type with ``.shape``).
-
-    Raises:
-        ValueError: a shape differs; the message names the fix.
-    """
-    shapes = {name: tuple(t.shape) for name, t in zip(TB_NAMES, tensors, strict=True)}
-    first = shapes[TB_NAMES[0]]
-    if len(first) != 2 or any(shape != first for shape in shapes.values()):
-        raise ValueError(f"vtrace: {', '.join(TB_NAMES)} must all have the same time-major shape [T, B], got "
-                         f"{shapes}; reshape a flat batch of T x B steps with x.reshape(T, B)")
-    if tuple(bootstrap_value.shape) != first[1:]:
-        raise ValueError(f"vtrace: bootstrap_value must have shape [B]={list(first[1:])} (the value after the last "
-                         f"step of each of the B sequences), got {list(bootstrap_value.shape)}")
 
 
 def _is_paddle_tensor(value: Any) -> bool:
     paddle = sys.modules.get("paddle")  # an input can only be a paddle tensor if paddle is imported
     return paddle is not None and isinstance(value, paddle.Tensor)
-
-
-class VTraceReturns(NamedTuple):
-    """The result of :func:`from_importance_weights`.
-
-    Attributes:
-        vs: float32 ``[T, B]`` V-trace value targets ``v_s`` (eq. 1), no gradient.
-        pg_advantages: float32 ``[T, B]`` policy-gradient advantages
-            ``min(rho_bar_pg, rho_s) * (r_s + gamma_s * v_{s+1} - V(x_s))`` (Remark 1), no gradient.
-    """
-
-    vs: Any
-    pg_advantages: Any
 
 
 def from_importance_weights(behaviour_actions_log_probs: Any, target_actions_log_probs: Any, discounts: Any,
@@ -89,7 +44,7 @@ def from_importance_weights(behaviour_actions_log_probs: Any, target_actions_log
 
     Returns:
         :class:`VTraceReturns` of float32 tensors ``[T, B]``, computed without gradient: paddle tensors
-        when any input is a paddle tensor (``parl_algorithms.paddle.vtrace``), else torch tensors (numpy /
+        when any input is a paddle tensor (on ``parl_algorithms.paddle.ops``), else torch tensors (numpy /
         list inputs are converted).
 
     Raises:
@@ -99,15 +54,14 @@ def from_importance_weights(behaviour_actions_log_probs: Any, target_actions_log
     """
     inputs = (behaviour_actions_log_probs, target_actions_log_probs, discounts, rewards, values, bootstrap_value)
     if any(_is_paddle_tensor(x) for x in inputs):
-        from parl_algorithms.paddle import vtrace as impl
+        from parl_algorithms.paddle import ops
     else:
         try:
-            from parl_algorithms.torch import vtrace as impl
+            from parl_algorithms.torch import ops
         except ModuleNotFoundError as err:
             if err.name != "torch":
                 raise
             raise ImportError("parl.algorithms.vtrace runs on PyTorch (or on paddle tensors), and PyTorch is not "
                               "installed; install it with `pip install 'parl-algorithms[torch]'`, or pass "
                               "paddle tensors") from err
-    return impl.from_importance_weights(behaviour_actions_log_probs, target_actions_log_probs, discounts, rewards,
-                                        values, bootstrap_value, clip_rho_threshold, clip_pg_rho_threshold)
+    return vtrace(ops, *inputs, clip_rho_threshold, clip_pg_rho_threshold)

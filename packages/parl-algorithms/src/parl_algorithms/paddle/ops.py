@@ -23,7 +23,9 @@ from parl_algorithms.paddle._common import as_float as _as_float
 from parl_algorithms.paddle._common import (
     column,
     discrete_actions,
+    fast_adam_step,
     flat_q,
+    grad_norm,
     host_float,
     obs_batch,
     rewrite_shape_error,
@@ -208,10 +210,19 @@ def set_lr(optimizer: paddle.optimizer.Optimizer, lr: float) -> None:
     _set_lr(optimizer, lr)
 
 
-def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor, max_grad_norm: float | None = None) -> None:
-    """Clear the gradients, backpropagate ``loss``, step (the clip to ``max_grad_norm`` is the optimizer's own)."""
+def step(optimizer: paddle.optimizer.Optimizer, loss: paddle.Tensor, max_grad_norm: float | None = None,
+         return_norm: bool = False) -> paddle.Tensor | None:
+    """Clear grads, backpropagate ``loss``, step (the optimizer clips); the global norm before the clip if asked."""
     del max_grad_norm  # built into the optimizer by adam(): paddle clips inside its step
-    _step(optimizer, loss)
+    if not return_norm:
+        _step(optimizer, loss)
+        return None
+    optimizer.clear_grad()
+    loss.backward()
+    norm = grad_norm(optimizer)
+    if not fast_adam_step(optimizer):
+        optimizer.step()
+    return norm
 
 
 def info_scalar(value: paddle.Tensor) -> float:

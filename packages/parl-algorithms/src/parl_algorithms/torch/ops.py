@@ -206,13 +206,16 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = float(lr)
 
 
-def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None) -> None:
-    """Zero the gradients, backpropagate ``loss``, clip their global L2 norm to ``max_grad_norm``, step."""
+def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None,
+         return_norm: bool = False) -> torch.Tensor | None:
+    """Zero grads, backpropagate ``loss``, clip the global norm to ``max_grad_norm``, step; the norm if asked."""
     optimizer.zero_grad()
     loss.backward()
-    if max_grad_norm is not None:
-        clip_grad_norm(optimizer_params(optimizer), max_grad_norm)
+    norm = None
+    if max_grad_norm is not None or return_norm:  # (a clip to inf measures the norm and leaves the gradients)
+        norm = clip_grad_norm(optimizer_params(optimizer), float("inf") if max_grad_norm is None else max_grad_norm)
     optimizer.step()
+    return norm if return_norm else None
 
 
 def info_scalar(value: torch.Tensor | float) -> torch.Tensor | float:
