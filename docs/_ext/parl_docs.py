@@ -213,9 +213,41 @@ def curve_axes(header: list[str], path: pathlib.Path,
                      "add this example's to CURVE_AXES")
 
 
+def seed_spread(curves: list[tuple[list[float], list[float]]],
+                points: int = 200) -> tuple[list[float], list[float], list[float], list[float]]:
+    """The spread of several seeds' curves ``(xs, ys)`` (each xs ascending): ``(grid, min, mean, max)`` on
+    ``points`` evenly spaced x values over the range every curve covers (from the largest first x to the smallest
+    last x), each curve linearly interpolated there; empty lists where the curves share no range."""
+    curves = [(xs, ys) for xs, ys in curves if xs]
+    if not curves:
+        return [], [], [], []
+    start, stop = max(xs[0] for xs, _ in curves), min(xs[-1] for xs, _ in curves)
+    if stop <= start:
+        return [], [], [], []
+    grid = [start + (stop - start) * i / (points - 1) for i in range(points)]
+    at = [[_interpolate(xs, ys, x) for x in grid] for xs, ys in curves]
+    columns = list(zip(*at))
+    return grid, [min(c) for c in columns], [sum(c) / len(c) for c in columns], [max(c) for c in columns]
+
+
+def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
+    """``ys`` at ``x`` by linear interpolation between the neighbouring points of ``xs`` (ascending, repeats
+    allowed: the last point at a repeated x counts)."""
+    import bisect
+
+    i = bisect.bisect_right(xs, x)
+    if i == 0:
+        return ys[0]
+    if i == len(xs) or xs[i - 1] == x:
+        return ys[i - 1]
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
 def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
     """Plot each run of :func:`curve_runs` (by :data:`CURVE_AXES`, e.g. ``eval_return_mean`` against
-    ``env_steps``) into ``out_dir``."""
+    ``env_steps``) into ``out_dir``: a thin line per seed, and over the steps every seed reached, their mean and
+    their spread (min to max, shaded)."""
     import csv as csv_module
 
     import matplotlib
@@ -236,12 +268,19 @@ def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
         x_key, y_key, x_label, y_label = curve_axes(common, files[0].parent.parent,
                                                     [r for _, _, rows in tables for r in rows])
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+        curves = []
         for csv_path, _, rows in tables:
             ys = [float(r[y_key]) for r in rows]
             if y_key == "episode_return":
                 ys = _trailing_mean(ys, EPISODE_WINDOW)
-            ax.plot([float(r[x_key]) for r in rows], ys, marker="." if y_key != "episode_return" else None,
+            xs = [float(r[x_key]) for r in rows]
+            curves.append((xs, ys))
+            ax.plot(xs, ys, marker="." if y_key != "episode_return" else None, linewidth=0.8, alpha=0.6,
                     label=csv_path.parent.name)  # fmt: skip
+        grid, low, mean, high = seed_spread(curves)
+        if len(curves) > 1 and len(grid) > 1:
+            ax.fill_between(grid, low, high, color="0.5", alpha=0.2, linewidth=0, label="seed spread (min-max)")
+            ax.plot(grid, mean, color="black", linewidth=1.6, label="mean over seeds")
         ax.set_xlabel(x_label)
         ax.set_ylabel(y_label)
         ax.set_title(f"{name}: {len(files)} seeds (examples/{name.split('-')[0]}/results)")

@@ -30,7 +30,7 @@ def test_readme_links_are_rewritten_for_the_site():
     pages = parl_docs.whole_readme_pages()
     assert pages["examples/ga3c/README.md"] == "distributed/ga3c"
     text = parl_docs.render_readme("examples/impala/README.md", {}, "distributed/impala", pages)
-    assert "![IMPALA Pong learning curve](../../examples/impala/pong_curve.png)" in text
+    assert "](../../examples/impala/pong_curve.png)" in text  # the README's ![...](pong_curve.png)
     assert "[benchmarks/README.md](/benchmarks.md#distributed)" in text
     text = parl_docs.render_readme("examples/a2c_distributed/README.md", {}, "distributed/a2c_distributed", pages)
     assert "[GA3C](/distributed/ga3c.md)" in text
@@ -74,6 +74,16 @@ def test_a_curve_csv_of_unknown_columns_is_named(tmp_path):
                                                                                            "episode_return")
     with pytest.raises(ValueError, match="add this example's to CURVE_AXES"):
         parl_docs.curve_axes(["episode", "reward"], tmp_path / "curve.csv")
+
+
+def test_seed_spread_over_the_common_range():
+    a = ([0.0, 10.0, 20.0], [0.0, 10.0, 20.0])
+    b = ([5.0, 15.0], [5.0, 5.0])
+    grid, low, mean, high = parl_docs.seed_spread([a, b], points=3)
+    assert grid == [5.0, 10.0, 15.0]  # from the largest first x to the smallest last x
+    assert low == [5.0, 5.0, 5.0] and high == [5.0, 10.0, 15.0] and mean == [5.0, 7.5, 10.0]
+    assert parl_docs.seed_spread([([0.0, 1.0], [1.0, 1.0]), ([2.0, 3.0], [1.0, 1.0])]) == ([], [], [], [])
+    assert parl_docs._interpolate([0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 3.0, 5.0], 1.0) == 3.0  # a repeated x: the last
 
 
 def test_trailing_mean_of_episode_returns():
