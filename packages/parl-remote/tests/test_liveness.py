@@ -69,6 +69,11 @@ def test_a_stopped_worker_is_detected_by_its_heartbeat_ttl_and_rejoins_when_cont
             clients = ClientGroup(master.address, master.token, 1)
             assert clients.call("acquire", 10, None, 2, 30.0)["granted"] == 10  # every CPU
             window_s = config.get("HEARTBEAT_INTERVAL_S") * config.get("HEARTBEAT_LIVENESS")
+            # libzmq arms a connection's TTL on a received PING and disarms it on any other frame: a worker stopped
+            # right after a message of its own is found only by the master's silence check (minutes here:
+            # METRICS_INTERVAL_S is 60). Not a readiness wait: two heartbeat intervals after the grants' messages,
+            # so that every worker's last frame before the stop is a PING, the case this test measures
+            time.sleep(2 * config.get("HEARTBEAT_INTERVAL_S"))
             os.kill(workers.process.pid, signal.SIGSTOP)
             stopped_at = time.monotonic()
             try:
