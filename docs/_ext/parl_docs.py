@@ -226,7 +226,7 @@ def seed_spread(curves: list[tuple[list[float], list[float]]],
         return [], [], [], []
     grid = [start + (stop - start) * i / (points - 1) for i in range(points)]
     at = [[_interpolate(xs, ys, x) for x in grid] for xs, ys in curves]
-    columns = list(zip(*at))
+    columns = list(zip(*at, strict=True))
     return grid, [min(c) for c in columns], [sum(c) / len(c) for c in columns], [max(c) for c in columns]
 
 
