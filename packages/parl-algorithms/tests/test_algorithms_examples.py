@@ -5,8 +5,10 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,22 @@ def run_example(name, logdir, *args, timeout=300):
         result = json.load(f)
     assert result == json.loads(proc.stdout.strip().splitlines()[-1])  # printed and written alike
     return result
+
+
+def sigterm_when(proc, ready, timeout_s, what, output=lambda: "", tail=3000):
+    """Polls ``ready()`` every 50 ms while ``proc`` (a ``subprocess.Popen`` of an example) runs, then sends it
+    SIGTERM (the examples' signal to save a checkpoint and stop).
+
+    Raises:
+        AssertionError: ``proc`` exited first (the last ``tail`` characters of ``output()`` in the message), or
+            ``ready()`` stayed false for ``timeout_s`` seconds (``"no <what> within <timeout_s> s"``).
+    """
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert proc.poll() is None, output()[-tail:]
+        assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
 
 
 def check_summary(result, env_steps):

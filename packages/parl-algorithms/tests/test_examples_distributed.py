@@ -13,13 +13,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from test_algorithms_examples import EXAMPLES, ROOT, run_example
+from test_algorithms_examples import EXAMPLES, ROOT, run_example, sigterm_when
 
 from parl_core.utils.run import read_checkpoint
 
@@ -61,12 +60,7 @@ def test_a2c_distributed_stopped_by_sigterm_then_resumed(tmp_path):
     cmd = command("a2c_distributed", tmp_path, "--total-steps", "25600", "--target-return", "1e9",
                   "--checkpoint-every", "0.001")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "checkpoint.npz").exists():
-        assert proc.poll() is None, proc.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "no checkpoint within 120 s"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    sigterm_when(proc, (tmp_path / "checkpoint.npz").exists, 120, "checkpoint", proc.stderr.read)
     stderr = proc.communicate(timeout=60)[1]
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert not (tmp_path / "summary.json").exists()  # a stop writes the checkpoint; the summary comes at the end
@@ -110,13 +104,9 @@ def test_ga3c_stopped_by_sigterm_then_resumed(tmp_path):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
     try:
         # stopped halfway (a checkpoint after each update): counters that started again from zero would show below
-        deadline = time.monotonic() + 240
-        while not ((tmp_path / "checkpoint.npz").exists()
-                   and read_checkpoint(tmp_path / "checkpoint.npz")["meta"]["step"] >= total // 2):
-            assert proc.poll() is None, proc.stdout.read()[-3000:]
-            assert time.monotonic() < deadline, f"no checkpoint at >= {total // 2} env steps within 240 s"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
+        sigterm_when(proc, lambda: (tmp_path / "checkpoint.npz").exists()
+                     and read_checkpoint(tmp_path / "checkpoint.npz")["meta"]["step"] >= total // 2,
+                     240, f"checkpoint at >= {total // 2} env steps", proc.stdout.read)
         output = proc.communicate(timeout=60)[0]
     finally:
         if proc.poll() is None:

@@ -12,13 +12,12 @@ import math
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_algorithms_examples import EXAMPLES, ROOT, run_example
+from test_algorithms_examples import EXAMPLES, ROOT, run_example, sigterm_when
 
 import parl_core
 
@@ -82,12 +81,7 @@ def test_remote_collectors_stopped_by_sigterm_then_resumed(tmp_path):
            "--no-progress", "--actors", "2", "--num-envs", "8", "--eval-every", "400", "--eval-episodes", "4",
            "--total-steps", "4000", "--checkpoint-every", "0.001"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
-    deadline = time.monotonic() + 240
-    while not (tmp_path / "checkpoint.npz").exists():
-        assert proc.poll() is None, proc.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "no checkpoint within 240 s"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    sigterm_when(proc, (tmp_path / "checkpoint.npz").exists, 240, "checkpoint", proc.stderr.read)
     stderr = proc.communicate(timeout=120)[1]
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert not (tmp_path / "summary.json").exists()  # a stop writes the checkpoint; the summary comes at the end

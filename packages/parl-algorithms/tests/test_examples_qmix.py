@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_algorithms_examples import sigterm_when
 
 from parl_core.utils.run import CHECKPOINT_FILE, read_checkpoint
 
@@ -169,11 +170,10 @@ def test_remote_run_stopped_by_sigterm_resumes(tmp_path):
                                 start_new_session=True, env=dict(os.environ, PYTHONHASHSEED="0"))
     deadline = time.monotonic() + 400
     try:
-        while not (tmp_path / "curve.csv").is_file() or len((tmp_path / "curve.csv").read_text().splitlines()) < 2:
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-4000:]
-            assert time.monotonic() < deadline, "no evaluation row within 400 s"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)  # the learner only: it saves at its next checkpoint point and exits
+        # the learner only (SIGTERM): it saves at its next checkpoint point and exits
+        sigterm_when(proc, lambda: (tmp_path / "curve.csv").is_file()
+                     and len((tmp_path / "curve.csv").read_text().splitlines()) >= 2,
+                     400, "evaluation row", (tmp_path / "first.log").read_text, tail=4000)
         returncode = proc.wait(timeout=max(deadline - time.monotonic(), 1))
     finally:
         if proc.poll() is None:
