@@ -31,6 +31,15 @@ WINDOW = 100  # games in the running mean (the targets: "mean of the last 100 ga
 _BLOCK = re.compile(r"^```\{atari-results\}[ \t]*\n```[ \t]*$", re.M)
 
 
+def trailing_mean(values: list[float], window: int) -> list[float]:
+    """The mean of the last ``window`` values (fewer at the start) at each position of ``values``."""
+    out, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
 @dataclass(frozen=True)
 class Series:
     """One configuration of a row: its label and its results folder (relative to the repository)."""
@@ -117,11 +126,7 @@ class Run:
 
     def running_mean(self) -> list[float]:
         """Mean of the last :data:`WINDOW` games at each game (fewer at the start)."""
-        out, total = [], 0.0
-        for i, score in enumerate(self.scores):
-            total += score - (self.scores[i - WINDOW] if i >= WINDOW else 0.0)
-            out.append(total / min(i + 1, WINDOW))
-        return out
+        return trailing_mean(self.scores, WINDOW)
 
     def at(self, steps: float) -> tuple[float, float, int] | None:
         """(mean of the last 100 games, wall-clock s, agent steps) at the last game within ``steps`` agent steps;

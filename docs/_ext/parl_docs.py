@@ -44,6 +44,7 @@ import pathlib
 import re
 from typing import Any
 
+from atari_results import trailing_mean
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -193,11 +194,6 @@ CURVE_AXES = (
 EPISODE_WINDOW = 10
 
 
-def _trailing_mean(values: list[float], window: int) -> list[float]:
-    """The mean of the last ``window`` values (fewer at the start) at each position of ``values``."""
-    return [sum(values[max(0, i + 1 - window):i + 1]) / (i + 1 - max(0, i + 1 - window)) for i in range(len(values))]
-
-
 def curve_axes(header: list[str], path: pathlib.Path,
                rows: list[dict[str, str]] | None = None) -> tuple[str, str, str, str]:
     """The first entry of :data:`CURVE_AXES` whose two columns ``header`` has and, when ``rows`` (the
@@ -217,31 +213,20 @@ def seed_spread(curves: list[tuple[list[float], list[float]]],
                 points: int = 200) -> tuple[list[float], list[float], list[float], list[float]]:
     """The spread of several seeds' curves ``(xs, ys)`` (each xs ascending): ``(grid, min, mean, max)`` on
     ``points`` evenly spaced x values over the range every curve covers (from the largest first x to the smallest
-    last x), each curve linearly interpolated there; empty lists where the curves share no range."""
+    last x), each curve linearly interpolated there (``numpy.interp``; at a repeated x its last point counts);
+    empty lists where the curves share no range."""
+    import numpy as np
+
     curves = [(xs, ys) for xs, ys in curves if xs]
     if not curves:
         return [], [], [], []
     start, stop = max(xs[0] for xs, _ in curves), min(xs[-1] for xs, _ in curves)
     if stop <= start:
         return [], [], [], []
-    grid = [start + (stop - start) * i / (points - 1) for i in range(points)]
-    at = [[_interpolate(xs, ys, x) for x in grid] for xs, ys in curves]
-    columns = list(zip(*at, strict=True))
-    return grid, [min(c) for c in columns], [sum(c) / len(c) for c in columns], [max(c) for c in columns]
-
-
-def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
-    """``ys`` at ``x`` by linear interpolation between the neighbouring points of ``xs`` (ascending, repeats
-    allowed: the last point at a repeated x counts)."""
-    import bisect
-
-    i = bisect.bisect_right(xs, x)
-    if i == 0:
-        return ys[0]
-    if i == len(xs) or xs[i - 1] == x:
-        return ys[i - 1]
-    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
-    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    grid = np.linspace(start, stop, points)
+    last_per_x = [dict(zip(xs, ys, strict=True)) for xs, ys in curves]  # a repeated x keeps its last y
+    at = np.array([np.interp(grid, list(d), list(d.values())) for d in last_per_x])
+    return grid.tolist(), at.min(0).tolist(), at.mean(0).tolist(), at.max(0).tolist()
 
 
 def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
@@ -272,7 +257,7 @@ def plot_curves(out_dir: pathlib.Path) -> list[pathlib.Path]:
         for csv_path, _, rows in tables:
             ys = [float(r[y_key]) for r in rows]
             if y_key == "episode_return":
-                ys = _trailing_mean(ys, EPISODE_WINDOW)
+                ys = trailing_mean(ys, EPISODE_WINDOW)
             xs = [float(r[x_key]) for r in rows]
             curves.append((xs, ys))
             ax.plot(xs, ys, marker="." if y_key != "episode_return" else None, linewidth=0.8, alpha=0.6,

@@ -83,12 +83,13 @@ def test_seed_spread_over_the_common_range():
     assert grid == [5.0, 10.0, 15.0]  # from the largest first x to the smallest last x
     assert low == [5.0, 5.0, 5.0] and high == [5.0, 10.0, 15.0] and mean == [5.0, 7.5, 10.0]
     assert parl_docs.seed_spread([([0.0, 1.0], [1.0, 1.0]), ([2.0, 3.0], [1.0, 1.0])]) == ([], [], [], [])
-    assert parl_docs._interpolate([0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 3.0, 5.0], 1.0) == 3.0  # a repeated x: the last
+    repeated = ([0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 3.0, 5.0])
+    assert parl_docs.seed_spread([repeated, repeated], points=3)[2][1] == 3.0  # a repeated x: the last
 
 
 def test_trailing_mean_of_episode_returns():
-    assert parl_docs._trailing_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
-    assert parl_docs._trailing_mean([], 10) == []
+    assert parl_docs.trailing_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    assert parl_docs.trailing_mean([], 10) == []
 
 
 def test_torch_module_init_doc_is_not_shown_as_ours():

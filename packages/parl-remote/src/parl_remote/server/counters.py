@@ -140,8 +140,8 @@ def process_figures(recount_s: float = FDS_RECOUNT_S) -> dict:
                "open_fds": None, "open_sockets": None, "time": time.time()}
     now, last = time.monotonic(), _fds_counted["at"]
     if last is None or now - last >= recount_s or now < last:
-        counts = _count_fds()
-        _fds_counted.update(at=now, fds=counts and counts[0], sockets=counts and counts[1])
+        fds, sockets = _count_fds() or (None, None)
+        _fds_counted.update(at=now, fds=fds, sockets=sockets)
     if _fds_counted["fds"] is not None:
         figures.update(open_fds=_fds_counted["fds"], open_sockets=_fds_counted["sockets"])
     else:
