@@ -21,11 +21,15 @@ Usage::
 
     python examples/impala/train.py --actors 2 --seed 0                     # embedded local cluster
     xparl start --port 8010 --cpu-num 4 && python examples/impala/train.py --address localhost:8010
-    python examples/impala/train.py --env PongNoFrameskip-v4 --config parl --actors 2 --total-steps 5000000
-    python examples/impala/train.py --env PongNoFrameskip-v4 --config parl --envpool   # actors on EnvPool's C++ pool
+    python examples/impala/train.py --env PongNoFrameskip-v4 --actors 2 --total-steps 5000000   # --config parl
+    python examples/impala/train.py --env PongNoFrameskip-v4 --envpool   # actors on EnvPool's C++ pool
 
-On Atari, ``--config parl`` (PARL's impala_config.py) is the configuration whose Pong run reached a mean of 18 over
-the last 100 games at 5.6M agent steps (README, Results); the default Atari settings learn later.
+On Atari the default configuration is ``--config parl``, PARL's impala_config.py as written (its model, 5 envs per
+actor, learner batches of 1,000 steps, lr 1e-3 -> 5e-4 -> 1e-4 by learner updates): its Pong run reached a mean of 18
+over the last 100 games at 5.6M agent steps (README, Results). ``--config per-unroll`` runs this example's earlier
+Atari settings (8 envs per actor, a learner update on each unroll as it comes, orthogonal init, lr decayed over the
+budget), which learned Pong later; checkpoints of runs made before ``parl`` was the default (their configuration was
+called ``default``) resume as ``per-unroll``.
 
 ``--envpool`` (Atari only; ``pip install 'parl-core[envpool]'``): each actor plays its E games in one
 ``parl.env.EnvPoolAtari`` (the same 42x42 frames, episodic life, clipped rewards and whole-game returns as
@@ -67,15 +71,16 @@ from parl_remote import ActorPool
 
 logger = logging.getLogger("impala")
 
-# Per-env defaults. CartPole: tuned here. Atari: PARL's examples/IMPALA/impala_config.py (42x42 frames,
-# unrolls of 50 steps, lr 1e-3 decayed, entropy -0.01), with fewer envs per actor for a small machine.
+# Per-env defaults. CartPole: tuned here. Atari: `--config parl` (the default), PARL's
+# examples/IMPALA/impala_config.py; `--config per-unroll`, this example's earlier settings (42x42 frames, unrolls of
+# 50 steps, entropy -0.01 as PARL's, but 8 envs per actor, each unroll learned as it comes, lr decayed over the budget).
 # `lr_schedule`: PARL's piecewise (learner update, lr) pairs; without it lr decays linearly from `lr` to `lr_final`
 # over the env-step budget. `train_batch_size`: env steps per learner update (None: each unroll batch as it comes).
 CONFIGS = {
     "vector": dict(envs_per_actor=8, unroll_length=20, lr=1e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
                    hidden=64, total_steps=500_000, target_return=475.0, eval_trigger=400.0),
-    "atari": dict(envs_per_actor=8, unroll_length=50, lr=1e-3, lr_final=1e-4, entropy_coeff=-0.01, gamma=0.99,
-                  dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf")),
+    "atari-per-unroll": dict(envs_per_actor=8, unroll_length=50, lr=1e-3, lr_final=1e-4, entropy_coeff=-0.01,
+                             gamma=0.99, dim=42, total_steps=10_000_000, target_return=18.0, eval_trigger=float("inf")),
     # `--config parl`: PARL's impala_config.py as written (its model, 5 envs per actor, learner batches of 1,000
     # steps, lr 1e-3 -> 5e-4 at update 20,000 -> 1e-4 at 40,000); PARL ran it with 32 actors
     "atari-parl": dict(envs_per_actor=5, unroll_length=50, lr=1e-3, lr_final=1e-3, entropy_coeff=-0.01, gamma=0.99,
@@ -86,6 +91,9 @@ EVAL_EPISODES = 10
 CHECKPOINT = "checkpoint.pt"
 # what a resumed run must share with the run it continues (the rest of the command line may change, e.g. the budget)
 RUN_KEYS = ("env", "config", "envs_per_actor", "unroll_length", "train_batch_size", "seed", "envpool")
+ATARI_CONFIGS = ("parl", "per-unroll")  # --config choices; the first is the default
+# the name a checkpoint's run stored for the configuration now called (Atari) "per-unroll": it was the default
+FORMER_NAMES = {"default": "per-unroll"}
 
 
 def is_atari(env_id: str) -> bool:
@@ -127,8 +135,8 @@ class AtariModel(Model):
     """PARL's IMPALA torso (convs 16x4x4/2, 32x4x4/2, 256x11x11 to 1x1) shared by the policy and value heads, for
     stacked frames uint8/float32 [B, 4, 42, 42] (pixel values 0..255; PARL's 42x42 IMPALA Atari setting), with
     orthogonal initialisation (Saxe et al. 2014; gain sqrt(2) for the convolutions, 0.01 for the policy head, 1 for
-    the value head) and zero biases, as PARL's torch A2C / PPO Atari models. (``--config parl`` keeps PARL's own
-    initialisation: :class:`ParlAtariModel`.)"""
+    the value head) and zero biases, as PARL's torch A2C / PPO Atari models: ``--config per-unroll``. (The default,
+    ``--config parl``, keeps PARL's own initialisation: :class:`ParlAtariModel`.)"""
 
     def __init__(self, num_actions: int, dim: int = 42):
         super().__init__()
@@ -331,7 +339,10 @@ def load_checkpoint(path: str, run: dict) -> dict:
                          f"resume from another run's folder, or start afresh without --resume") from None
     if not isinstance(payload, dict) or payload.get("format") != 1:
         raise SystemExit(f"--resume: {path} is not a checkpoint of this example (format 1)")
-    differ = {key: (payload["run"].get(key), run[key]) for key in RUN_KEYS if payload["run"].get(key) != run[key]}
+    there_run = dict(payload["run"])
+    if is_atari(run["env"]):
+        there_run["config"] = FORMER_NAMES.get(there_run.get("config"), there_run.get("config"))
+    differ = {key: (there_run.get(key), run[key]) for key in RUN_KEYS if there_run.get(key) != run[key]}
     if differ:
         listed = ", ".join(f"{key}: {there!r} there, {here!r} here" for key, (there, here) in differ.items())
         raise SystemExit(f"--resume: {path} is a run of other settings ({listed}); give the same options as that run")
@@ -355,9 +366,10 @@ def main() -> None:
     parser.add_argument("--logdir", default=None, help="default: runs/impala/<env>-seed<seed>")
     parser.add_argument("--total-steps", type=int, default=None, help="env-step budget (default per env)")
     parser.add_argument("--target-return", type=float, default=None, help="stop once eval reaches it")
-    parser.add_argument("--config", choices=("default", "parl"), default="default",
-                        help="Atari: 'parl' runs PARL's impala_config.py (its model, 5 envs per actor, learner "
-                             "batches of 1,000 steps, lr 1e-3 for 20k updates); default: this example's settings")
+    parser.add_argument("--config", choices=ATARI_CONFIGS, default=None,
+                        help="Atari only: 'parl' (default) runs PARL's impala_config.py (its model, 5 envs per actor, "
+                             "learner batches of 1,000 steps, lr 1e-3 for 20k updates); 'per-unroll' this example's "
+                             "earlier settings (8 envs per actor, an update per unroll, lr decayed over the budget)")
     parser.add_argument("--train-batch-size", type=int, default=None,
                         help="env steps per learner update, gathered from several unrolls (default: each actor's "
                              "unroll batch, E x T; --config parl: 1000)")
@@ -375,9 +387,11 @@ def main() -> None:
     if args.envpool and not envpool_available():
         parser.error(INSTALL_HINT)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    if args.config == "parl" and not is_atari(args.env):
-        parser.error(f"--config parl is PARL's Atari configuration ('<Game>NoFrameskip-v4'), not {args.env}")
-    cfg = dict(CONFIGS[("atari-parl" if args.config == "parl" else "atari") if is_atari(args.env) else "vector"])
+    if args.config is not None and not is_atari(args.env):
+        parser.error(f"--config {args.config} is an Atari configuration ('<Game>NoFrameskip-v4'), not for {args.env}; "
+                     f"leave --config out")
+    config = (args.config or ATARI_CONFIGS[0]) if is_atari(args.env) else "default"
+    cfg = dict(CONFIGS[f"atari-{config}" if is_atari(args.env) else "vector"])
     if is_minatar(args.env):  # MinAtar games: the small-env settings, no return target (scores differ per game)
         cfg.update(total_steps=5_000_000, target_return=float("inf"), eval_trigger=float("inf"))
     if args.lr is not None:
@@ -395,7 +409,7 @@ def main() -> None:
         parser.error(f"--checkpoint-every must be >= 0 minutes, got {args.checkpoint_every}")
     logdir = args.resume or args.logdir or os.path.join("runs", "impala",
                                                         f"{args.env.replace('/', '_')}-seed{args.seed}")
-    run = dict(env=args.env, config=args.config, envs_per_actor=E, unroll_length=T, train_batch_size=train_batch,
+    run = dict(env=args.env, config=config, envs_per_actor=E, unroll_length=T, train_batch_size=train_batch,
                seed=args.seed, envpool=args.envpool)
     resumed = load_checkpoint(os.path.join(logdir, CHECKPOINT), run) if args.resume else None
     os.makedirs(logdir, exist_ok=True)
@@ -529,7 +543,7 @@ def main() -> None:
     result = {
         "device": str(alg.device),
         "env": args.env, "algorithm": "IMPALA", "seed": args.seed, "actors": args.actors, "envs_per_actor": E,
-        "unroll_length": T, "train_batch_size": train_batch, "config": args.config, "envpool": args.envpool,
+        "unroll_length": T, "train_batch_size": train_batch, "config": config, "envpool": args.envpool,
         "eval_return_mean": float(np.mean(eval_returns)) if eval_returns else float("nan"),
         "eval_episodes": len(eval_returns), "eval_source": "train_episodes" if is_atari(args.env) else "greedy",
         "env_steps": env_steps, "updates": updates, "wall_s": round(wall_s, 3),

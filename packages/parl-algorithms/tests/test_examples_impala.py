@@ -109,7 +109,7 @@ def test_impala_atari_actor_envpool_and_gymnasium_unrolls_alike():
     from test_examples_distributed import load_example
 
     train = load_example("impala")
-    cfg = train.CONFIGS["atari"]
+    cfg = train.CONFIGS["atari-per-unroll"]
     batches = []
     for use_envpool in (False, True):
         torch.manual_seed(0)
@@ -134,13 +134,14 @@ def test_impala_envpool_missing_names_the_extra():
     assert "pip install 'parl-core[envpool]'" in proc.stderr
 
 
-def test_impala_parl_config_tiny_budget_on_envpool(tmp_path):
-    """``--config parl`` (PARL's impala_config.py): learner batches of 1,000 steps gathered from 250-step unrolls
-    (5 envs x 50 steps per actor), PARL's model; a few thousand EnvPool steps write summary.json and curve.csv."""
+def test_impala_parl_config_is_the_atari_default_tiny_budget_on_envpool(tmp_path):
+    """Atari without ``--config`` runs ``parl`` (PARL's impala_config.py): learner batches of 1,000 steps gathered
+    from 250-step unrolls (5 envs x 50 steps per actor), PARL's model; a few thousand EnvPool steps write
+    summary.json and curve.csv."""
     pytest.importorskip("envpool")
     pytest.importorskip("ale_py")
-    result = run_example("impala", tmp_path, "--env", "PongNoFrameskip-v4", "--envpool", "--config", "parl",
-                         "--total-steps", "3000", timeout=600)
+    result = run_example("impala", tmp_path, "--env", "PongNoFrameskip-v4", "--envpool", "--total-steps", "3000",
+                         timeout=600)
     assert result["config"] == "parl" and result["envs_per_actor"] == 5 and result["unroll_length"] == 50
     assert result["train_batch_size"] == 1000 and result["env_steps"] == 3000 and result["updates"] == 3
     with open(tmp_path / "curve.csv") as f:
@@ -162,13 +163,30 @@ def test_impala_parl_model_is_parls():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--config", "parl"], "--config parl is PARL's Atari configuration"),
+    (["--config", "parl"], "--config parl is an Atari configuration"),
+    (["--config", "per-unroll"], "--config per-unroll is an Atari configuration"),
     (["--train-batch-size", "30"], "--train-batch-size must be a multiple of the unroll length 20"),
 ])
 def test_impala_config_errors_name_the_fix(args, message):
     proc = subprocess.run([sys.executable, str(EXAMPLES / "impala" / "train.py"), *args], capture_output=True,
                           text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+
+
+def test_impala_resume_of_a_checkpoint_from_before_parl_was_the_atari_default(tmp_path):
+    """An Atari checkpoint whose run stored ``config: "default"`` (the Atari default before ``parl``) resumes with
+    ``--config per-unroll``; resuming it with the new default (``parl``) is refused with the setting named."""
+    import torch
+    from test_examples_distributed import load_example
+
+    train = load_example("impala")
+    run = dict(env="PongNoFrameskip-v4", config="default", envs_per_actor=8, unroll_length=50,
+               train_batch_size=400, seed=0, envpool=True)
+    path = tmp_path / train.CHECKPOINT
+    torch.save({"format": 1, "run": run, "env_steps": 400}, path)
+    assert train.load_checkpoint(str(path), dict(run, config="per-unroll"))["env_steps"] == 400
+    with pytest.raises(SystemExit, match=r"config: 'per-unroll' there, 'parl' here"):
+        train.load_checkpoint(str(path), dict(run, config="parl"))
 
 
 def test_impala_resume_goes_on_from_the_checkpoint(tmp_path):
