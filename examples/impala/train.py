@@ -131,6 +131,18 @@ class MLPModel(Model):
         return self.v(obs)
 
 
+def torso_features(torso: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``torso(x)`` of PARL's IMPALA torso (float32 ``[B, 4, 42, 42]`` in, ``[B, 256]`` out), its last conv (256
+    kernels of 32x11x11 over an 11x11 input: one output pixel) computed as the matrix product it is: the same
+    weights and result (to float rounding), about 3x faster than oneDNN's convolution on an actor's batch of 5 frames
+    on this project's 2-core CPU (the actors' largest cost), and 20 % faster in the learner's update."""
+    h = torso[:4](x)
+    conv = torso[4]
+    if tuple(h.shape[-2:]) != conv.kernel_size:  # another frame size: the conv's output is not one pixel
+        return torso[4:](h)
+    return torch.relu(nn.functional.linear(h.flatten(1), conv.weight.flatten(1), conv.bias))
+
+
 class AtariModel(Model):
     """PARL's IMPALA torso (convs 16x4x4/2, 32x4x4/2, 256x11x11 to 1x1) shared by the policy and value heads, for
     stacked frames uint8/float32 [B, 4, 42, 42] (pixel values 0..255; PARL's 42x42 IMPALA Atari setting), with
@@ -153,7 +165,7 @@ class AtariModel(Model):
             nn.init.zeros_(layer.bias)
 
     def _features(self, obs):
-        return self.torso(obs / 255.0)
+        return torso_features(self.torso, obs / 255.0)
 
     def policy_and_value(self, obs):
         """(logits float32 [B, num_actions], value float32 [B, 1]) in one pass of the torso."""
@@ -186,7 +198,7 @@ class ParlAtariModel(Model):
             nn.init.normal_(head.bias)
 
     def _features(self, obs):
-        return self.torso(obs / 255.0)
+        return torso_features(self.torso, obs / 255.0)
 
     policy_and_value = AtariModel.policy_and_value
     policy = AtariModel.policy

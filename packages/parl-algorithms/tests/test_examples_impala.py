@@ -162,6 +162,28 @@ def test_impala_parl_model_is_parls():
     assert 0.8 < float(model.pi.weight.detach().std()) < 1.2  # N(0, 1), not torch's default uniform
 
 
+@pytest.mark.parametrize("model_name, dim", [("ParlAtariModel", 42), ("AtariModel", 42), ("AtariModel", 84)])
+def test_impala_torso_last_conv_as_a_matrix_product_matches_the_conv(model_name, dim):
+    """``torso_features`` computes the torso's last conv (one output pixel at 42x42) as a matrix product of the same
+    weights: the torso's own output to float rounding, gradients too; at 84x84 (several pixels) it is the conv."""
+    import torch
+    from test_examples_distributed import load_example
+
+    train = load_example("impala")
+    torch.manual_seed(0)
+    model = getattr(train, model_name)(6, dim)
+    obs = torch.rand(7, 4, dim, dim) * 255
+    fast, slow = model._features(obs), model.torso(obs / 255.0)
+    assert fast.shape == slow.shape
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+    grads = []
+    for out in (fast, slow):
+        model.zero_grad()
+        out.square().sum().backward(retain_graph=True)
+        grads.append(model.torso[4].weight.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--config", "parl"], "--config parl is an Atari configuration"),
     (["--config", "per-unroll"], "--config per-unroll is an Atari configuration"),
