@@ -52,7 +52,7 @@ SIBLINGS = {
     "parl-algorithms": list(PACKAGES),
     "parl-remote": ["parl-remote"],
     "parl-monitor": ["parl-remote", "parl-monitor"],
-    "evokit": ["parl-remote", "evokit"],
+    "evokit": ["parl-core", "parl-remote", "evokit"],  # parl-core: examples/es_mujoco's run harness (--resume)
     "parl": list(PACKAGES),
 }
 TEST_DEPS = ("pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5")

@@ -232,7 +232,7 @@ def test_tiny_run_with_two_remote_actors_and_restore(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = (tmp_path / "curve.csv").read_text().splitlines()
     assert rows[0].startswith("iteration,games,wall_s,cpu_s") and len(rows) == 2
-    proc = _run(tmp_path, "--iterations", "2", *args, "--restore", str(tmp_path / "checkpoint.pt"))
+    proc = _run(tmp_path, "--iterations", "2", *args, "--resume", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["self_play_games"] == 8 and summary["actors"] == 2
@@ -245,7 +245,9 @@ def test_tiny_run_with_two_remote_actors_and_restore(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [(["--actors", "0"], "--actors must be >= 1"), (["--restore", "nope.pt"], "no such file"),
-     (["--eval-games", "-1"], "--eval-games must be >= 0")],
+     (["--eval-games", "-1"], "--eval-games must be >= 0"),
+     (["--resume", "nowhere"], "--resume nowhere: no checkpoint.pt there"),
+     (["--resume", "nowhere", "--restore", "nope.pt"], "give one")],
 )  # fmt: skip
 def test_bad_flags_are_named(monkeypatch, capsys, argv, message):
     import train
@@ -254,6 +256,19 @@ def test_bad_flags_are_named(monkeypatch, capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         train.main()
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_network_is_refused_naming_the_flags(tmp_path, monkeypatch):
+    pytest.importorskip("pyspiel", reason="pip install 'parl-algorithms[open_spiel]' (nox installs it)")
+    import torch
+    import train
+
+    torch.save({"model": {}, "net": {"channels": 16, "blocks": 2}}, tmp_path / "checkpoint.pt")
+    monkeypatch.setattr(sys, "argv", ["train.py", "--resume", str(tmp_path), "--channels", "8", "--blocks", "1"])
+    with pytest.raises(SystemExit) as exc:
+        train.main()
+    message = str(exc.value.code)
+    assert "'channels': 16" in message and "give the run's --channels and --blocks" in message
 
 
 @pytest.mark.parametrize("content", [b"", b"\x80\x04not a checkpoint" * 10, "pickled code"])

@@ -33,13 +33,14 @@ PEER = pathlib.Path(__file__).resolve().parent / "evotorch_mujoco.py"
 
 
 def _run(cmd: list[str]) -> dict:
-    """Run a benchmark subprocess; return the last JSON line it printed."""
+    """Run a benchmark subprocess; return the last JSON line it printed, with the load average at its end
+    (``loadavg``: 1, 5 and 15 minutes, as text)."""
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
     for line in reversed(proc.stdout.strip().splitlines()):
         if line.startswith("{"):
-            return json.loads(line)
+            return {**json.loads(line), "loadavg": [f"{x:.2f}" for x in os.getloadavg()]}
     raise RuntimeError(f"no JSON result in the output:\n{proc.stdout[-2000:]}")
 
 

@@ -21,7 +21,7 @@ Usage::
 
     python examples/alphazero/train.py --actors 2 --seed 0                   # embedded local cluster
     xparl start --port 8010 --cpu-num 5 && python examples/alphazero/train.py --address localhost:8010 --actors 5
-    python examples/alphazero/train.py --restore runs/alphazero/seed0/checkpoint.pt   # resume
+    python examples/alphazero/train.py --resume runs/alphazero/seed0   # go on (or --restore FILE)
 
 Writes ``<logdir>/summary.json``, ``<logdir>/curve.csv`` (one row per iteration), tensorboard scalars and
 ``<logdir>/checkpoint.pt`` (after every iteration).
@@ -308,6 +308,8 @@ def main() -> None:
     parser.add_argument("--target-win-rate", type=float, default=None,
                         help="stop once a periodic evaluation reaches this win rate vs the bot")  # fmt: skip
     parser.add_argument("--restore", default=None, help="a checkpoint.pt written by an earlier run (resumes)")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="go on with the run whose --logdir is DIR: --restore DIR/checkpoint.pt, logging into DIR")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
     for name in ("actors", "iterations", "games_per_iteration", "simulations", "eval_simulations", "window",
@@ -317,6 +319,14 @@ def main() -> None:
     for name in ("blocks", "arena_games", "eval_every", "eval_games", "final_eval_games", "test_positions"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if args.resume is not None:
+        if args.restore is not None:
+            parser.error("--resume DIR and --restore FILE both given: --resume DIR is --restore DIR/checkpoint.pt "
+                         "--logdir DIR; give one")
+        args.restore, args.logdir = os.path.join(args.resume, "checkpoint.pt"), args.resume
+        if not os.path.isfile(args.restore):
+            parser.error(f"--resume {args.resume}: no checkpoint.pt there; pass the --logdir of an earlier run "
+                         f"(it writes checkpoint.pt after every iteration)")
     if args.restore and not os.path.isfile(args.restore):
         parser.error(f"--restore {args.restore}: no such file; pass the checkpoint.pt of an earlier run")
     if args.eval_games or args.final_eval_games:
@@ -347,7 +357,12 @@ def main() -> None:
     if args.restore:
         try:  # tensors, numbers and strings only: nothing in the file is executed
             state = torch.load(args.restore, map_location=device, weights_only=True)
+            if isinstance(state, dict) and state.get("net", net_cfg) != net_cfg:
+                raise SystemExit(f"--restore {args.restore}: a network of {state['net']}, not {net_cfg} as asked; "
+                                 f"give the run's --channels and --blocks")
             model.load_state_dict(state["model"])
+        except SystemExit:
+            raise
         except Exception as err:  # torch raises RuntimeError, EOFError, pickle errors, KeyError ... on a bad file
             raise SystemExit(f"--restore {args.restore}: not a readable checkpoint.pt of this example "
                              f"({type(err).__name__}); pass another run's checkpoint.pt, or start afresh "

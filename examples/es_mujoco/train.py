@@ -17,9 +17,15 @@ Usage::
 
     python examples/es_mujoco/train.py --env_name HalfCheetah-v5 --actor_num 2 --seed 0 --logdir runs/es/s0
 
+    python examples/es_mujoco/train.py --resume runs/es/s0       # go on after a stop (same settings)
+
 Writes ``<logdir>/summary.json`` (``eval_return_mean``, ``eval_episodes``, ``env_steps``, ``wall_s``, ...),
 ``<logdir>/curve.csv``, ``<logdir>/actor_pids.json`` (the live actors' pids), ``<logdir>/model/`` and
-tensorboard scalars.
+tensorboard scalars. Long runs (``parl.utils`` run harness, docs/long_runs.md): ``<logdir>/checkpoint.npz``
+every ``--checkpoint-every`` minutes and on SIGTERM / Ctrl-C, between two generations (the agent's parameters,
+solver and Adam state, the observation filter, the counters and the curve); ``--resume DIR`` goes on from it
+with new actors (their episodes are not in the checkpoint, so the run is not bit-identical to an uninterrupted
+one).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import numpy as np
 
 from evokit import ESAgent, FilterStateError, MeanStdFilter, SamplingInfo
 from evokit.config import config_to_prototxt, parse_prototxt
+from parl_core.utils import Checkpointer, CheckpointError, RunLog, add_run_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # run as a script: actor.py and policy.py sit beside it (and are shipped to the actors)
@@ -103,7 +110,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="actors step the episodes in EnvPool (matched MuJoCo tasks, e.g. HalfCheetah-v5; "
                              "pip install 'parl-core[envpool]')")
     parser.add_argument("--no-progress", action="store_true")
+    add_run_args(parser)
     hp = parser.parse_args(argv)
+    if hp.resume is not None:
+        hp.logdir = hp.resume
     if hp.envpool:
         from parl_core.env.envpool_atari import INSTALL_HINT, envpool_available
         from parl_core.env.envpool_mujoco import MATCHED_TASKS
@@ -169,7 +179,7 @@ def evokit_config(hp: argparse.Namespace, num_params: int):
 class ActorPool:
     """``actor_num`` remote ``ESActor``s; a dead one is replaced on demand."""
 
-    def __init__(self, hp: argparse.Namespace, config_text: str) -> None:
+    def __init__(self, hp: argparse.Namespace, config_text: str, made: int = 0) -> None:
         from actor import ESActor
 
         import parl_remote
@@ -185,7 +195,7 @@ class ActorPool:
             os.environ.setdefault("XPARL_PRELOAD", "gymnasium,mujoco,evokit")
             parl_remote.connect(cpu_num=hp.cpu_num, resource_wait_s=hp.resource_wait_s)
         self.remote_cls = parl_remote.remote_class(wait=False)(ESActor)
-        self.next_id = 0
+        self.next_id = made  # actors made before (a resumed run's actors take seeds not used yet)
         self.replaced = 0
         self.actors = [self._create() for _ in range(hp.actor_num)]
 
@@ -238,7 +248,6 @@ def evaluate(agent: ESAgent, obs_filter: MeanStdFilter, env_name: str, episodes:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    start = time.time()
     hp = parse_args(argv)
     if hp.actor_num < 1:
         raise SystemExit("--actor_num must be >= 1")
@@ -258,37 +267,41 @@ def main(argv: list[str] | None = None) -> dict:
         except (FilterStateError, OSError, ValueError) as exc:
             raise SystemExit(f"--init_model {hp.init_model}: cannot restore the observation filter: {exc}") from None
     agent.load_config(config).init_solver()
+
+    run = RunLog(hp.logdir)
+    # where the cluster is and how long to wait for it may change between the parts of a run
+    ckpt = Checkpointer(run, every_min=hp.checkpoint_every, resume=hp.resume is not None, config=vars(hp),
+                        ignore=("config", "cluster", "cpu_num", "resource_wait_s", "init_model"))
+    ckpt.register(agent=agent, obs_filter=obs_filter)
+    c = ckpt.track(env_steps=0, episodes=0, generation=0, next_eval=hp.eval_interval, last_eval=[float("nan"), 0],
+                   eval_steps=0, sampling_s=0.0, actors_made=0, actors_replaced=0,
+                   timers={"env": 0.0, "policy": 0.0, "noise": 0.0, "learner_update": 0.0})
+    try:
+        ckpt.start()
+    except CheckpointError as exc:
+        raise SystemExit(f"--resume {hp.resume}: {exc}") from None
     pairs = max(1, math.ceil(hp.min_episodes_per_batch / (2 * hp.actor_num)))
     print(f"{hp.env_name}: policy {[obs_dim, *hp.hidden, act_dim]} ({agent.num_params} parameters, {hp.backend}), "
           f"{hp.actor_num} actors x {2 * pairs} episodes per round; waiting up to {hp.resource_wait_s:g} s for "
           f"{hp.actor_num} free CPUs", flush=True)
-    pool = ActorPool(hp, config_to_prototxt(config))
-    os.makedirs(hp.logdir, exist_ok=True)
+    pool = ActorPool(hp, config_to_prototxt(config), made=c.actors_made)
 
-    from tensorboardX import SummaryWriter
     from tqdm import tqdm
 
-    writer = SummaryWriter(hp.logdir)
-    curve = open(os.path.join(hp.logdir, "curve.csv"), "w")
-    curve.write("env_steps,wall_s,generation,reward_mean,reward_max,eval_return\n")
-    bar = tqdm(total=hp.max_env_steps, disable=hp.no_progress, unit="step", mininterval=2.0)
-    env_steps = episodes = generation = 0
-    next_eval, last_eval = hp.eval_interval, (float("nan"), 0)
-    eval_steps = 0
-    timers = {"env": 0.0, "policy": 0.0, "noise": 0.0, "learner_update": 0.0}
-    sample_start = time.time()
-    while env_steps < hp.max_env_steps:
+    bar = tqdm(total=hp.max_env_steps, initial=c.env_steps, disable=hp.no_progress, unit="step", mininterval=2.0)
+    while c.env_steps < hp.max_env_steps:
+        sample_start = time.perf_counter()
         state, filter_state = agent.get_sampling_state(), obs_filter.state_dict()
         batch: list[dict] = []
         evaluation = None
         while (sum(len(r["returns"]) for r in batch) < hp.min_episodes_per_batch
                or sum(int(r["lengths"].sum()) for r in batch) < hp.min_steps_per_batch):
-            futures = pool.submit(state, filter_state, pairs, 10**6 * hp.seed + 1000 * generation + len(batch))
-            if evaluation is None and env_steps >= next_eval:  # while the actors sample
-                evaluation = evaluate(agent, obs_filter, hp.env_name, hp.eval_episodes, 10**7 + generation)
+            futures = pool.submit(state, filter_state, pairs, 10**6 * hp.seed + 1000 * c.generation + len(batch))
+            if evaluation is None and c.env_steps >= c.next_eval:  # while the actors sample
+                evaluation = evaluate(agent, obs_filter, hp.env_name, hp.eval_episodes, 10**7 + c.generation)
             batch += pool.collect(futures)
             with open(os.path.join(hp.logdir, "actor_pids.json"), "w") as f:
-                json.dump({"generation": generation, "pids": [r["pid"] for r in batch[-hp.actor_num:]]}, f)
+                json.dump({"generation": c.generation, "pids": [r["pid"] for r in batch[-hp.actor_num:]]}, f)
         t0 = time.perf_counter()
         infos = [SamplingInfo.from_bytes(b) for r in batch for b in r["infos"]]
         rewards = np.concatenate([r["returns"] for r in batch])
@@ -296,55 +309,54 @@ def main(argv: list[str] | None = None) -> dict:
         for r in batch:
             obs_filter.apply_increment(r["filter_increment"])
             for k, v in r["timers"].items():
-                timers[k] += v
-        timers["learner_update"] += time.perf_counter() - t0
+                c.timers[k] += v
+        c.timers["learner_update"] += time.perf_counter() - t0
         steps = sum(int(r["lengths"].sum()) for r in batch)
-        env_steps += steps
-        episodes += len(rewards)
-        generation += 1
-        elapsed = time.time() - sample_start
+        c.env_steps += steps
+        c.episodes += len(rewards)
+        c.generation += 1
+        c.sampling_s += time.perf_counter() - sample_start
         row = {"reward_mean": float(rewards.mean()), "reward_max": float(rewards.max()),
-               "grad_norm": stats["grad_norm"], "episodes_per_s": episodes / elapsed,
-               "env_steps_per_s": env_steps / elapsed}
+               "grad_norm": stats["grad_norm"], "episodes_per_s": c.episodes / c.sampling_s,
+               "env_steps_per_s": c.env_steps / c.sampling_s}
         actor_evals = np.concatenate([r["eval_returns"] for r in batch])
         if actor_evals.size:
             row["actor_eval_return"] = float(actor_evals.mean())
         if evaluation is not None:
-            last_eval = evaluation
-            eval_steps += last_eval[1]
-            next_eval += hp.eval_interval
-            row["eval_return"] = last_eval[0]
+            c.last_eval = list(evaluation)
+            c.eval_steps += evaluation[1]
+            c.next_eval += hp.eval_interval
+            row["eval_return"] = evaluation[0]
         for k, v in row.items():
-            writer.add_scalar(f"train/{k}", v, env_steps)
-        curve.write(f"{env_steps},{time.time() - start:.1f},{generation},{row['reward_mean']:.2f},"
-                    f"{row['reward_max']:.2f},{row.get('eval_return', '')}\n")
-        curve.flush()
+            run.scalar(f"train/{k}", v, c.env_steps)
+        run.row({"env_steps": c.env_steps, "wall_s": f"{run.elapsed():.1f}", "generation": c.generation,
+                 "reward_mean": f"{row['reward_mean']:.2f}", "reward_max": f"{row['reward_max']:.2f}",
+                 "eval_return": row.get("eval_return", "")})
+        c.actors_made, c.actors_replaced = pool.next_id, c.actors_replaced + pool.replaced
+        pool.replaced = 0
         bar.update(steps)
         bar.set_postfix(ep_s=f"{row['episodes_per_s']:.1f}", steps_s=f"{row['env_steps_per_s']:.0f}",
-                        ret=f"{row['reward_mean']:.0f}", eval=f"{last_eval[0]:.0f}")
+                        ret=f"{row['reward_mean']:.0f}", eval=f"{c.last_eval[0]:.0f}")
         if hp.target_return is not None and row.get("eval_return", -math.inf) >= hp.target_return:
             break
+        ckpt.maybe_save(c.env_steps)  # between two generations: a SIGTERM / Ctrl-C saves here and exits
     bar.close()
-    sampling_s = time.time() - sample_start
     final_return, steps = evaluate(agent, obs_filter, hp.env_name, hp.eval_episodes, 10**8)
-    eval_steps += steps
-    wall_s = time.time() - start
-    writer.add_scalar("eval/return", final_return, env_steps)
-    writer.close()
-    curve.close()
+    c.eval_steps += steps
+    run.scalar("eval/return", final_return, c.env_steps)
     agent.save_inference_model(os.path.join(hp.logdir, "model"))
     np.savez(os.path.join(hp.logdir, "model", "obs_filter.npz"), **obs_filter.state_dict())
-    summary = {
+    summary = run.write_summary({
         "env": hp.env_name, "algorithm": "ES (evokit BASIC_ES)", "seed": hp.seed, "actor_num": hp.actor_num,
         "backend": hp.backend, "hidden": hp.hidden, "num_params": agent.num_params, "envpool": hp.envpool,
-        "eval_return_mean": final_return, "eval_episodes": hp.eval_episodes, "env_steps": env_steps,
-        "eval_env_steps": eval_steps, "episodes": episodes, "generations": generation,
-        "env_steps_per_s": env_steps / sampling_s, "episodes_per_s": episodes / sampling_s,
-        "actors_replaced": pool.replaced, "actor_cpu_split_s": {k: round(v, 3) for k, v in timers.items()},
-        "wall_s": round(wall_s, 3), "loadavg": open("/proc/loadavg").read().split()[:3],
-    }
-    with open(os.path.join(hp.logdir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+        "eval_return_mean": final_return, "eval_episodes": hp.eval_episodes, "env_steps": c.env_steps,
+        "eval_env_steps": c.eval_steps, "episodes": c.episodes, "generations": c.generation,
+        "env_steps_per_s": c.env_steps / c.sampling_s, "episodes_per_s": c.episodes / c.sampling_s,
+        "actors_replaced": c.actors_replaced, "actor_cpu_split_s": {k: round(v, 3) for k, v in c.timers.items()},
+        "resumed": ckpt.resumed, "wall_s": round(run.elapsed(), 3),
+    })
+    ckpt.finish(c.env_steps)
+    run.close()
     print(json.dumps(summary), flush=True)
     return summary
 

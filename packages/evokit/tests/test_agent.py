@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evokit import ESAgent, NumpyMLP, SolverStateError
+from evokit import ESAgent, ModelFileError, NumpyMLP, SolverStateError
 
 
 def _run(agent: ESAgent, clone: ESAgent, generations: int, pop: int = 6) -> None:
@@ -34,6 +34,43 @@ def test_save_and_load_solver_continue_exactly(tmp_path, make_config, solver_typ
     _run(agent, clone_a, 2)
     _run(loaded, clone_b, 2)
     np.testing.assert_array_equal(loaded.params, agent.params)
+
+
+@pytest.mark.parametrize("solver_type, optimizer", [("BASIC_ES", "ADAM"), ("CMA_ES", "SGD"), ("GA", "SGD")])
+def test_state_dict_round_trip_continues_exactly_through_a_run_checkpoint(tmp_path, make_config, solver_type,
+                                                                         optimizer):
+    """``state_dict`` / ``load_state_dict`` (what parl's Checkpointer saves): through a checkpoint file, another
+    agent with other initial weights continues as the original; a refused state leaves the agent unchanged."""
+    from parl_core.utils import Checkpointer, RunLog
+
+    config = make_config(solver_type=solver_type, optimizer=optimizer, std=0.3)
+    agent = ESAgent(NumpyMLP([3, 4, 2], seed=0), config=config).init_solver()
+    _run(agent, agent.clone(sampler_id=1), 3)
+    ckpt = Checkpointer(RunLog(tmp_path), every_min=0)
+    ckpt.register(agent=agent)
+    ckpt.save(step=3)
+    other = ESAgent(NumpyMLP([3, 4, 2], seed=7), config=config).init_solver()
+    resumed = Checkpointer(RunLog(tmp_path), every_min=0, resume=True)
+    resumed.register(agent=other)
+    assert resumed.load() == 3
+    assert other.model_iter_id == agent.model_iter_id == 3
+    np.testing.assert_array_equal(other.params, agent.params)
+    _run(agent, agent.clone(sampler_id=2), 2)
+    _run(other, other.clone(sampler_id=2), 2)
+    np.testing.assert_array_equal(other.params, agent.params)
+
+    small = ESAgent(NumpyMLP([3, 2], seed=0), config=config).init_solver()
+    before = small.params.copy()
+    with pytest.raises(SolverStateError, match="this agent's 8"):
+        small.load_state_dict(agent.state_dict())
+    state = agent.state_dict()
+    del state["meta/warehouse_iters"]
+    fresh = ESAgent(NumpyMLP([3, 4, 2], seed=7), config=config).init_solver()
+    params = fresh.params.copy()
+    with pytest.raises(ModelFileError, match="lacks \\['meta/warehouse_iters'\\]"):
+        fresh.load_state_dict(state)
+    np.testing.assert_array_equal(fresh.params, params)
+    np.testing.assert_array_equal(small.params, before)
 
 
 def test_inference_model_and_solver_from_different_iterations_are_refused(tmp_path, make_config):

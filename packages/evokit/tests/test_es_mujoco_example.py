@@ -62,6 +62,36 @@ def test_tiny_run_with_two_actors_then_resume(tmp_path):
     assert "cannot restore the observation filter" in proc.stderr and "negative m2" in proc.stderr
 
 
+def test_sigterm_then_resume_goes_on_from_the_checkpoint(tmp_path):
+    """SIGTERM between two generations saves checkpoint.npz and exits 143; ``--resume DIR`` continues the agent,
+    filter, counters and curve to the budget; a folder without a checkpoint is refused naming the fix."""
+    budget = 30 * 8 * 200  # 30 generations of 8 Pendulum episodes
+    args = _args(tmp_path, "--actor_num", "2", "--max_env_steps", str(budget), "--checkpoint-every", "0")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    curve = tmp_path / "curve.csv"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if curve.exists() and len(curve.read_text().splitlines()) >= 3:  # the header and two generations
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before its second generation"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert (tmp_path / "checkpoint.npz").is_file() and not (tmp_path / "summary.json").exists()
+    rows_before = curve.read_text().splitlines()
+    proc = subprocess.run([*_args(tmp_path, "--actor_num", "2", "--max_env_steps", str(budget)), "--resume",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["resumed"] is True and summary["env_steps"] == budget and summary["generations"] == 30
+    rows = curve.read_text().splitlines()
+    assert rows[:len(rows_before)] == rows_before and len(rows) == 1 + 30
+    assert [int(r.split(",")[2]) for r in rows[1:]] == list(range(1, 31))  # generations, none twice
+    proc = _run(tmp_path / "none", "--resume", str(tmp_path / "none"), timeout=60)
+    assert proc.returncode != 0 and "no checkpoint at" in proc.stderr and "without --resume" in proc.stderr
+
+
 def test_a_killed_actor_is_replaced_and_training_goes_on(tmp_path):
     proc = subprocess.Popen(_args(tmp_path, "--actor_num", "2", "--max_env_steps", "40000"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -378,20 +378,9 @@ class ESAgent:
         Raises:
             SolverStateError: no solver, or called on a clone. OSError: the file cannot be written.
         """
-        self._require_master("save_solver")
-        self._require_solver("save_solver")
+        arrays = self._solver_arrays("save_solver")
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
-        arrays: dict[str, np.ndarray] = {
-            "meta/solver_type": np.asarray(self.solver_type),
-            "meta/config": np.asarray(config_to_prototxt(self.config)),
-            "meta/num_params": np.asarray(self.num_params),
-            "meta/model_iter_id": np.asarray(self.model_iter_id),
-            "meta/warehouse_iters": np.asarray(list(self._warehouse), dtype=np.int64),
-        }
-        arrays.update({f"solver/{k}": np.asarray(v) for k, v in self._solver.state_dict().items()})
-        for it, snap in self._warehouse.items():
-            arrays.update({f"warehouse/{it}/{k}": v for k, v in snap.items()})
         path = os.path.join(directory, SOLVER_FILENAME)
         with atomic_write(path) as file:
             np.savez(file, **arrays)
@@ -419,34 +408,97 @@ class ESAgent:
             raise FileNotFoundError(f"no solver file {path!r}; write one with save_solver(dir) after init_solver()")
         fix = "load an earlier copy, or save the solver again"
         arrays = read_model_file(path, "solver .npz", read_npz, fix)
+        self._load_solver_arrays(arrays, repr(path), "save_solver did not write it; " + fix,
+                                 "load both from one directory")
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """The master's whole state: the model's parameters (``model/params``, float32 ``[num_params]``) and what
+        :meth:`save_solver` writes (strategy and optimizer state, iteration id and model warehouse as numeric numpy
+        arrays; the solver type and config as strings). For a run's checkpoint
+        (``parl.utils.Checkpointer.register(agent=agent)``); the arrays are copies.
+
+        Raises:
+            SolverStateError: no solver, or called on a clone.
+        """
+        state: dict[str, Any] = self._solver_arrays("state_dict")
+        for key in ("meta/solver_type", "meta/config"):
+            state[key] = str(state[key])
+        state["model/params"] = np.array(self._backend.get_flat(), copy=True)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (after ``load_config``, with a model of the same parameter count): the
+        model's parameters, then the solver, the iteration id and the warehouse. The agent is unchanged when
+        the state is refused.
+
+        Raises:
+            ModelFileError: an array :meth:`state_dict` returns is missing.
+            SolverStateError: the solver type or parameter count differs from the config / model.
+        """
+        self._require_master("load_state_dict")
+        self._require_model("load_state_dict")
+        if "model/params" not in state:
+            raise ModelFileError("the state lacks ['model/params'], so ESAgent.state_dict did not make it; pass what "
+                                 "state_dict() returned")
+        params = np.asarray(state["model/params"])
+        if params.shape != (self.num_params,):
+            raise SolverStateError(f"the state's model has {params.size} parameters, this agent's {self.num_params}")
+        before = self._backend.get_flat().copy()
+        self._backend.set_flat(params)
+        try:
+            self._load_solver_arrays(state, "the state", "ESAgent.state_dict did not make it",
+                                     "pass one state_dict() whole")
+        except Exception:
+            self._backend.set_flat(before)
+            raise
+
+    def _solver_arrays(self, what: str) -> dict[str, np.ndarray]:
+        """The arrays of :meth:`save_solver` (``meta/*``, ``solver/*``, ``warehouse/<iter>/*``)."""
+        self._require_master(what)
+        self._require_solver(what)
+        arrays: dict[str, np.ndarray] = {
+            "meta/solver_type": np.asarray(self.solver_type),
+            "meta/config": np.asarray(config_to_prototxt(self.config)),
+            "meta/num_params": np.asarray(self.num_params),
+            "meta/model_iter_id": np.asarray(self.model_iter_id),
+            "meta/warehouse_iters": np.asarray(list(self._warehouse), dtype=np.int64),
+        }
+        arrays.update({f"solver/{k}": np.array(v, copy=True) for k, v in self._solver.state_dict().items()})
+        for it, snap in self._warehouse.items():
+            arrays.update({f"warehouse/{it}/{k}": np.array(v, copy=True) for k, v in snap.items()})
+        return arrays
+
+    def _load_solver_arrays(self, arrays: Any, where: str, missing_fix: str, mismatch_fix: str) -> None:
+        """Adopt the solver of :meth:`_solver_arrays`' ``arrays`` (read from ``where``) for the loaded model."""
         missing = [k for k in ("meta/solver_type", "meta/config", "meta/num_params", "meta/model_iter_id",
                                "meta/warehouse_iters") if k not in arrays]
         if missing:
-            raise ModelFileError(f"cannot load {path!r}: it lacks {missing}, so save_solver did not write it; {fix}")
+            raise ModelFileError(f"cannot load {where}: it lacks {missing}, so {missing_fix}")
         saved_type = str(arrays["meta/solver_type"])
         if saved_type != self.solver_type:
-            raise SolverStateError(f"{path!r} holds a {saved_type} solver but the config says {self.solver_type}")
+            raise SolverStateError(f"{where} holds a {saved_type} solver but the config says {self.solver_type}")
         if int(arrays["meta/num_params"]) != self.num_params:
-            raise SolverStateError(f"{path!r} is for {int(arrays['meta/num_params'])} parameters, the model has "
+            raise SolverStateError(f"{where} is for {int(arrays['meta/num_params'])} parameters, the model has "
                                    f"{self.num_params}")
         saved_config = parse_prototxt(str(arrays["meta/config"]))
         if saved_config != self.config:
-            logger.warning("the solver in %s was saved with a different config; using the loaded config", path)
+            logger.warning("the solver in %s was saved with a different config; using the loaded config", where)
         solver = make_solver(self.config.solver, self._backend.get_flat())
-        solver.load_state_dict({k[len("solver/"):]: v for k, v in arrays.items() if k.startswith("solver/")})
+        solver.load_state_dict({k[len("solver/"):]: np.asarray(v) for k, v in arrays.items()
+                                if k.startswith("solver/")})
         if not np.array_equal(solver.params, self._backend.get_flat()):
-            raise SolverStateError(f"the inference model loaded is not the model of the solver in {path!r} "
-                                   f"(iteration {int(arrays['meta/model_iter_id'])}); load both from one directory")
+            raise SolverStateError(f"the inference model loaded is not the model of the solver in {where} "
+                                   f"(iteration {int(arrays['meta/model_iter_id'])}); {mismatch_fix}")
         warehouse: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
-        for it in arrays["meta/warehouse_iters"].tolist():
+        for it in np.asarray(arrays["meta/warehouse_iters"]).tolist():
             prefix = f"warehouse/{it}/"
-            warehouse[int(it)] = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            warehouse[int(it)] = {k[len(prefix):]: np.asarray(v) for k, v in arrays.items() if k.startswith(prefix)}
         self._solver = solver
         self._follows_master = False
         self._warehouse = warehouse
         self.model_iter_id = int(arrays["meta/model_iter_id"])
         self._trim_warehouse()
-        return self
 
     # ------------------------------------------------------------------ internals
     def _sampling_method(self):
