@@ -193,7 +193,7 @@ def test_a_10_s_cut_costs_latency_not_actors(two_hosts, xparl_home, monkeypatch)
 def test_a_cut_worker_whose_last_frame_was_a_message_is_listed_unreachable_within_a_window(two_hosts, xparl_home):
     """libzmq's heartbeat TTL runs only from a PING (any message cancels its timer): a worker whose last frame before
     a cut was a message, not a PING, is not dropped by it. The master's kernel ends that connection instead: keepalive
-    probes and TCP_USER_TIMEOUT = the heartbeat window on each worker's connection (``master._keepalive``; the
+    probes and TCP_USER_TIMEOUT = the heartbeat window on each worker's connection (``housekeeping.keepalive``; the
     sockets' own user timeout is LINK_GRACE_S, 60 s here). Made certain by a worker that sends no PING at all in the
     test (its heartbeat interval 60 s): it is kept by its messages, and listed unreachable a window or so after the
     cut (its actors unreachable, not dead)."""

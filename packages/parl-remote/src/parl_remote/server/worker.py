@@ -26,6 +26,7 @@ import psutil
 import zmq
 
 from parl_remote import __version__, config, gpus
+from parl_remote.server.housekeeping import exit_with_parent
 from parl_remote.server.job_pool import JobPool, JobProcess
 from parl_remote.transport import zmq_io
 from parl_remote.wire import protocol, shm
@@ -75,7 +76,6 @@ class Worker(JobPool):
         self.registered = False
         self.master_monitor: zmq.Socket | None = None  # the master connection's events (connected, dropped)
         self.master_connected = self.master_ever_connected = False
-        self.master_polls = False  # the master is of the earlier protocol: heartbeat messages every interval
         self.next_metrics = 0.0
         self.next_sweep = 0.0  # the first sweep, at start, removes the /dev/shm files of a killed worker's jobs
         self.next_prune = 0.0
@@ -188,12 +188,6 @@ class Worker(JobPool):
             pass
 
     def on_master_reply(self, msg: Message) -> None:
-        body = msg.body()
-        if isinstance(body, dict) and "master_pid" in body:  # the answer to its registration
-            # a master of the earlier protocol expires workers that send no heartbeat message each interval
-            self.master_polls = body.get("liveness") != "zmtp"
-            if self.master_polls:
-                self.next_metrics = min(self.next_metrics, time.monotonic())
         self.registered = True
 
     def on_master_error(self, msg: Message) -> None:
@@ -336,7 +330,7 @@ class Worker(JobPool):
                 self.ended_logs = 0
                 self._prune_logs()
             if now >= self.next_metrics:
-                self.next_metrics = now + (config.get("HEARTBEAT_INTERVAL_S") if self.master_polls else metrics_s)
+                self.next_metrics = now + metrics_s
                 if self.registered:  # (a registration carries them too)
                     self._send_master(MsgType.WORKER_HEARTBEAT, {"worker_id": self.worker_id, **self._metrics()})
         self._stop_jobs()
@@ -415,28 +409,14 @@ def main(argv: list[str] | None = None) -> None:
     if warning:
         logger.warning("%s", warning)
     worker = Worker(args.address, args.cpu_num, args.host, token, gpus=gpu_ids, gpu_only=args.gpu_only)
-    if args.parent_pid:
-        _exit_with_parent(worker, args.parent_pid)
+    if args.parent_pid:  # (reparented too: its parent is the process that started it)
+        exit_with_parent(worker, args.parent_pid, reparented=True)
     worker.run()
     if worker.refused is not None:  # a wrong token or another protocol version: not a clean stop
         sys.exit(f"xparl worker: the master at {args.address} refused this worker: {worker.refused}")
     if worker.master_stopped:
         print(f"xparl worker: the master at {args.address} was stopped (xparl stop); this worker exits",
               file=sys.stderr)
-
-
-def _exit_with_parent(worker: Worker, parent_pid: int) -> None:
-    import threading
-
-    def watch() -> None:
-        while worker.running:
-            if not psutil.pid_exists(parent_pid) or os.getppid() != parent_pid:
-                worker.running = False
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
-            time.sleep(0.5)
-
-    threading.Thread(target=watch, daemon=True, name="xparl-parent-watch").start()
 
 
 if __name__ == "__main__":

@@ -6,9 +6,7 @@ A simulated worker is one zmq DEALER socket with its own routing identity, as a 
 heartbeats (``zmq_io.set_zmtp_heartbeat``, the same options as a real worker's), sends its metrics every
 ``METRICS_INTERVAL_S``, registers again the moment its connection is back (a socket monitor per worker) and when
 told ``REREGISTER`` (listing its busy jobs), takes ``ASSIGN_JOB`` at once (a fake job endpoint; no process runs),
-and answers ``KILL_JOB`` with ``JOB_ENDED`` and a new vacant job (``JOB_READY``). With ``protocol="messages"`` it
-speaks the earlier protocol instead (a heartbeat message every ``HEARTBEAT_INTERVAL_S``, reconnecting with a new
-socket after ``HEARTBEAT_LIVENESS`` intervals without an answer), which the master still serves. A simulated client
+and answers ``KILL_JOB`` with ``JOB_ENDED`` and a new vacant job (``JOB_READY``). A simulated client
 registers, heartbeats every ``CLIENT_HEARTBEAT_INTERVAL_S`` and asks for actors with ``ACQUIRE_JOB``,
 several requests in flight on one connection, as real clients that create actors from several threads do.
 Nothing runs user code; every message is signed and verified as in a real cluster.
@@ -52,13 +50,11 @@ class _SimWorker:
     worker_id: str
     cpus: int
     sock: Any = None
-    monitor: Any = None  # its socket's monitor (ZMTP protocol): connection up / dropped
+    monitor: Any = None  # its socket's monitor: connection up / dropped
     connected: bool = False  # a connection to the master was up at least once
     vacant: dict = field(default_factory=dict)  # job_id -> job dict
     busy: dict = field(default_factory=dict)  # actor_id -> job dict (with actor_id, client_id, ...)
-    next_heartbeat: float = 0.0
-    last_reply: float = field(default_factory=time.monotonic)
-    reconnect_s: float = 0.0
+    next_heartbeat: float = 0.0  # (its next metrics message)
     registrations: int = 0
     dead: bool = False
 
@@ -66,11 +62,7 @@ class _SimWorker:
 class _WorkerLoop:
     """The body of a ``WorkerGroup`` process (see the module docstring)."""
 
-    def __init__(self, address: str, token: str, n_workers: int, cpus: int, conn: Any, seed: int,
-                 protocol_name: str = "zmtp") -> None:
-        if protocol_name not in ("zmtp", "messages"):
-            raise ValueError(f"protocol must be 'zmtp' or 'messages', got {protocol_name!r}")
-        self.zmtp = protocol_name == "zmtp"
+    def __init__(self, address: str, token: str, n_workers: int, cpus: int, conn: Any, seed: int) -> None:
         self.address = address
         self.signer = protocol.Signer(token)
         self.ctx = _context()
@@ -110,12 +102,11 @@ class _WorkerLoop:
         sock = self.ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IDENTITY, w.worker_id.encode() + b"-" + uuid.uuid4().hex[:6].encode())
-        if self.zmtp:
-            zmq_io.set_zmtp_heartbeat(sock, self.interval_s, self.interval_s * self.liveness,
-                                      config.get("RECONNECT_MAX_INTERVAL_S"))  # fmt: skip
-            w.monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-            self.by_monitor[w.monitor] = w
-            self.monitors.register(w.monitor, zmq.POLLIN)
+        zmq_io.set_zmtp_heartbeat(sock, self.interval_s, self.interval_s * self.liveness,
+                                  config.get("RECONNECT_MAX_INTERVAL_S"))  # fmt: skip
+        w.monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+        self.by_monitor[w.monitor] = w
+        self.monitors.register(w.monitor, zmq.POLLIN)
         sock.connect(f"tcp://{self.address}")
         w.sock = sock
         self.by_sock[sock] = w
@@ -147,13 +138,10 @@ class _WorkerLoop:
             "worker_id": w.worker_id, "host": "sim-" + w.worker_id, "pid": self.pid, "cpus_total": w.cpus, "gpus": [],
             "vacant_jobs": list(w.vacant.values()), "busy_jobs": busy, "python": list(sys.version_info[:2]),
             "version": __version__, "heartbeat_window_s": self.interval_s * self.liveness,
-            "metrics_interval_s": config.get("METRICS_INTERVAL_S"), **_METRICS,
-            **({"liveness": "zmtp"} if self.zmtp else {}),
+            "metrics_interval_s": config.get("METRICS_INTERVAL_S"), "liveness": "zmtp", **_METRICS,
         })  # fmt: skip
 
     def _handle(self, w: _SimWorker, msg: protocol.Message) -> None:
-        w.last_reply = time.monotonic()
-        w.reconnect_s = self.interval_s
         if msg.type is MsgType.REPLY:
             self.counts["replies"] += 1
         elif msg.type is MsgType.REREGISTER:
@@ -223,15 +211,13 @@ class _WorkerLoop:
 
     def run(self) -> None:
         now = time.monotonic()
-        # heartbeat messages (the earlier protocol), or only metrics messages: ZMTP heartbeats are libzmq's
-        every_s = self.interval_s if not self.zmtp else config.get("METRICS_INTERVAL_S")
+        every_s = config.get("METRICS_INTERVAL_S")  # metrics messages only: the ZMTP heartbeats are libzmq's
         for i, w in enumerate(self.workers):
             for _ in range(w.cpus):
                 self._new_job(w)
             w.next_heartbeat = now + every_s * (i + 1) / len(self.workers)  # spread, as workers started apart
-            w.reconnect_s = self.interval_s
             self._connect(w)
-        # workers heartbeat in a fixed rotation: each tick sends those due, the earliest first
+        # workers send their metrics in a fixed rotation: each tick sends those due, the earliest first
         order = collections.deque(sorted(self.workers, key=lambda w: w.next_heartbeat))
         self.conn.send(("ready", len(self.workers)))
         running = True
@@ -245,15 +231,10 @@ class _WorkerLoop:
                 w.next_heartbeat = max(w.next_heartbeat + every_s, now)
                 order.append(w)
                 self._send(w, MsgType.WORKER_HEARTBEAT, {"worker_id": w.worker_id, **_METRICS})
-                if not self.zmtp and now - w.last_reply > max(self.interval_s * self.liveness, w.reconnect_s):
-                    w.reconnect_s = min(w.reconnect_s * 2, config.get("RECONNECT_MAX_INTERVAL_S"))
-                    w.last_reply = now
-                    self.counts["reconnects"] += 1
-                    self._connect(w)
             # one poll of every socket per tick, then sleep: a zmq poll of 500 sockets costs about half a millisecond,
             # and polling at each message's arrival took 80 % of a core per 500 workers, starving the master measured
             ticks += 1
-            if self.zmtp and ticks % MONITOR_TICKS == 0:
+            if ticks % MONITOR_TICKS == 0:
                 for mon, _ in self.monitors.poll(0):
                     w = self.by_monitor.get(mon)
                     if w is not None and not w.dead:
@@ -447,9 +428,9 @@ class _ClientLoop:
             self._drain(50, lambda *a: None)
 
 
-def _worker_main(address, token, n_workers, cpus, protocol_name, conn, seed, env) -> None:
+def _worker_main(address, token, n_workers, cpus, conn, seed, env) -> None:
     os.environ.update(env)
-    _WorkerLoop(address, token, n_workers, cpus, conn, seed, protocol_name).run()
+    _WorkerLoop(address, token, n_workers, cpus, conn, seed).run()
 
 
 def _client_main(address, token, n_clients, conn, seed, env) -> None:
@@ -502,21 +483,17 @@ class WorkerGroup(_Group):
     """``n_workers`` simulated workers of ``cpus`` CPUs each, in one process, registered with the master at
     ``address`` (``host:port``) with ``token``. ``call("stats")`` counts workers, busy / vacant jobs and messages;
     ``call("kill", k)`` makes ``k`` workers (or those of a list of worker ids) vanish without a word (their actors
-    with them). ``protocol``: ``"zmtp"`` (liveness as ZMTP heartbeats, metrics every ``METRICS_INTERVAL_S``: today's
-    workers) or ``"messages"`` (a heartbeat message every ``HEARTBEAT_INTERVAL_S``: the earlier protocol).
+    with them). Their liveness travels as ZMTP heartbeats, their metrics every ``METRICS_INTERVAL_S``, as a real
+    worker's.
 
     Raises:
         TimeoutError: the process did not start within ``ready_timeout_s``.
-        ValueError: an unknown ``protocol`` (raised in the group: reported as its start failing).
     """
 
     def __init__(
-        self, address: str, token: str, n_workers: int, cpus: int = 32, seed: int = 0, ready_timeout_s: float = 60.0,
-        protocol: str = "zmtp",
+        self, address: str, token: str, n_workers: int, cpus: int = 32, seed: int = 0, ready_timeout_s: float = 60.0
     ) -> None:
-        if protocol not in ("zmtp", "messages"):
-            raise ValueError(f"protocol must be 'zmtp' or 'messages', got {protocol!r}")
-        super().__init__(_worker_main, (address, token, n_workers, cpus, protocol, seed), ready_timeout_s)
+        super().__init__(_worker_main, (address, token, n_workers, cpus, seed), ready_timeout_s)
 
 
 class ClientGroup(_Group):
