@@ -37,8 +37,8 @@ import psutil
 import zmq
 
 import parl_remote as xparl
+from parl_remote import ClusterClient
 from parl_remote.cluster import LocalCluster
-from parl_remote.cluster_client import ClusterClient
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 WINDOW_S = 0.6

@@ -30,7 +30,7 @@ CHILD = r"""
 import json, sys, time
 import psutil
 from parl_remote.cluster import LocalCluster, new_token
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 from simpeers import ClientGroup, WorkerGroup
 
 

@@ -15,8 +15,8 @@ import time
 
 import psutil
 
+from parl_remote import ClusterClient
 from parl_remote.cluster import LocalCluster, new_token
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
 
 

@@ -37,9 +37,8 @@ import time
 import psutil
 
 import parl_remote
-from parl_remote import config
+from parl_remote import ClusterClient, config
 from parl_remote.cluster import LocalCluster, new_token
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
 
 WORKERS_PER_PROCESS = 500

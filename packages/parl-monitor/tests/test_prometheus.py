@@ -110,8 +110,8 @@ class Prometheus:
 @pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus is not installed (the `prometheus` binary is "
                     "missing): run packages/parl-monitor/tests/install_prometheus.sh")
 def test_prometheus_scrapes_actors_grants_and_a_death(tmp_path):
+    from parl_remote import ClusterClient
     from parl_remote.cluster import LocalCluster
-    from parl_remote.cluster_client import ClusterClient
 
     saved = {k: os.environ.get(k) for k in [*FAST, "XPARL_HOME"]}
     os.environ.update(FAST)

@@ -28,8 +28,8 @@ FAST = {"XPARL_HEARTBEAT_INTERVAL_S": "0.2", "XPARL_HEARTBEAT_LIVENESS": "5",
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    from parl_remote import ClusterClient
     from parl_remote.cluster import LocalCluster
-    from parl_remote.cluster_client import ClusterClient
 
     saved = {k: os.environ.get(k) for k in [*FAST, "XPARL_HOME"]}
     os.environ.update(FAST)
@@ -221,7 +221,7 @@ def test_metrics_from_the_light_reply_equal_those_from_the_full_snapshot(cluster
     from prometheus_client.parser import text_string_to_metric_families
 
     from parl_monitor.metrics import _cluster_families
-    from parl_remote.cluster_client import ClusterClient
+    from parl_remote import ClusterClient
 
     with ClusterClient(cluster.address, token=cluster.token, timeout_s=5.0) as cc:
         light, full = cc.status(metrics=True), cc.status()

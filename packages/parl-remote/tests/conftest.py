@@ -60,8 +60,8 @@ def xparl_home(tmp_path_factory):
 
 
 def start_cluster(cpu_num: int = 2, port: int = 0, token: str | None = None, parent: bool = True):
+    from parl_remote import ClusterClient
     from parl_remote.cluster import LocalCluster
-    from parl_remote.cluster_client import ClusterClient
 
     cluster = LocalCluster(cpu_num=cpu_num, port=port, token=token, parent_pid=os.getpid() if parent else None)
     cluster.start()
@@ -101,7 +101,7 @@ def connected(cluster):
 
 @pytest.fixture
 def status_client(cluster):
-    from parl_remote.cluster_client import ClusterClient
+    from parl_remote import ClusterClient
 
     client = ClusterClient(cluster.address, token=cluster.token, timeout_s=3.0)
     yield client

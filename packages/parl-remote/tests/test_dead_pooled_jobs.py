@@ -11,7 +11,7 @@ import pytest
 from conftest import start_cluster, wait_until
 
 import parl_remote as xparl
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 
 pytestmark = pytest.mark.timeout(120)
 

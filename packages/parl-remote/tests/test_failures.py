@@ -13,7 +13,7 @@ import pytest
 from conftest import start_cluster, wait_until
 
 import parl_remote as xparl
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -202,7 +202,7 @@ def test_master_restart_is_rejoined_by_its_worker(xparl_home):
         cluster.master.wait()
         assert actor.sleep(0) == 0  # the data path does not involve the master
         master2 = subprocess.Popen(
-            [sys.executable, "-m", "parl_remote.master", "--port", str(port)],
+            [sys.executable, "-m", "parl_remote.server.master", "--port", str(port)],
             env={**os.environ, "XPARL_TOKEN": cluster.token}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         with ClusterClient(cluster.address, token=cluster.token, timeout_s=1.0) as client:

@@ -19,7 +19,7 @@ from test_security import _Touch
 from test_unsigned_notices import Counter, _fuzz_frames
 
 import parl_remote as xparl
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 from parl_remote.wire import framing, protocol
 from parl_remote.wire.signing import Signer
 

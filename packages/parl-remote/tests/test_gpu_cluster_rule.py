@@ -14,9 +14,8 @@ from click.testing import CliRunner
 from conftest import wait_until
 
 import parl_remote as xparl
-from parl_remote import ResourceError, gpus
+from parl_remote import ClusterClient, ResourceError, gpus
 from parl_remote.cli import main
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.server.registry import WorkerInfo
 from parl_remote.server.scheduling import VacancyIndex
 

@@ -14,9 +14,8 @@ from click.testing import CliRunner
 from conftest import run_python, wait_until
 
 import parl_remote as xparl
-from parl_remote import cli, config, gpus
+from parl_remote import ClusterClient, cli, config, gpus
 from parl_remote.cluster import LocalCluster
-from parl_remote.cluster_client import ClusterClient
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -18,9 +18,8 @@ import time
 import pytest
 from conftest import wait_until
 
-from parl_remote import config
+from parl_remote import ClusterClient, config
 from parl_remote.cluster import LocalCluster, new_token
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from conftest import wait_until
 
 import parl_remote as xparl
+from parl_remote import ClusterClient
 from parl_remote.cli import main
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.wire import shm
 
 pytestmark = pytest.mark.timeout(180)

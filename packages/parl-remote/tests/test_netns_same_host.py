@@ -12,8 +12,8 @@ import sys
 import pytest
 from conftest import wait_until
 
+from parl_remote import ClusterClient
 from parl_remote.cluster import LocalCluster
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.wire import shm
 
 pytestmark = pytest.mark.timeout(120)

@@ -21,9 +21,8 @@ from conftest import wait_until
 from netns import TwoHosts, unavailable_reason
 
 import parl_remote as xparl
-from parl_remote import cli, config
+from parl_remote import ClusterClient, cli, config
 from parl_remote.cluster import LocalCluster
-from parl_remote.cluster_client import ClusterClient
 
 pytestmark = pytest.mark.timeout(180)
 

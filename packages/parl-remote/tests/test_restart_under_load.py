@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import wait_until
 
+from parl_remote import ClusterClient
 from parl_remote.cli import main
-from parl_remote.cluster_client import ClusterClient
 
 pytestmark = pytest.mark.timeout(300)
 

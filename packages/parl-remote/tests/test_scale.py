@@ -25,9 +25,8 @@ import pytest
 from conftest import wait_until
 
 import parl_remote as xparl
-from parl_remote import config
+from parl_remote import ClusterClient, config
 from parl_remote.cluster import LocalCluster, new_token
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.testing.sim import ClientGroup, WorkerGroup
 
 pytestmark = pytest.mark.timeout(240)

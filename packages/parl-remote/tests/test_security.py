@@ -13,7 +13,7 @@ import pytest
 import zmq
 
 import parl_remote as xparl
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 from parl_remote.wire import protocol
 
 pytestmark = pytest.mark.timeout(60)

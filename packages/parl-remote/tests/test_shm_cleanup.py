@@ -19,7 +19,7 @@ import pytest
 from conftest import start_cluster, wait_until
 
 import parl_remote as xparl
-from parl_remote.cluster_client import ClusterClient
+from parl_remote import ClusterClient
 from parl_remote.wire import shm
 
 np = pytest.importorskip("numpy")

@@ -1,4 +1,5 @@
-"""The same-host Unix stream transport (stream.py): framing, signing, peer checks, death, shm, output, order."""
+"""The same-host Unix stream transport (transport/stream_io.py, unix.py, sigint.py): framing, signing, peer checks,
+death, shm, output, order."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 from conftest import run_python, wait_until
 
 import parl_remote as xparl
-from parl_remote import stream
-from parl_remote.transport import zmq_io
+from parl_remote.transport import sigint, unix, zmq_io
+from parl_remote.transport.stream_io import StreamClosed, StreamConnection
 from parl_remote.wire import framing, protocol, serialization, shm, shm_arena
 from parl_remote.wire.protocol import MsgType
 
@@ -31,7 +32,7 @@ TOKEN = "stream-test-token"
 
 def _pair():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    return stream.StreamConnection(a), stream.StreamConnection(b)
+    return StreamConnection(a), StreamConnection(b)
 
 
 class _Touch:
@@ -55,30 +56,30 @@ def test_framing_round_trip_of_small_multi_frame_and_large_messages():
 
     def reader():
         for _ in values:
-            msg = stream.decode(right, signer, right.recv(timeout_s=20))
-            got.append((msg.type, msg.req_id, msg.body(), msg.stream))
+            msg = protocol.decode(signer, right.recv(timeout_s=20))
+            got.append((msg.type, msg.req_id, msg.body()))
 
     thread = threading.Thread(target=reader)
     thread.start()
     for rid, value in enumerate(values, start=1):
         left.send(protocol.encode(signer, MsgType.CALL, rid, serialization.dumps(value)))
     thread.join(30)
-    assert [(t, r) for t, r, _, _ in got] == [(MsgType.CALL, rid) for rid in range(1, len(values) + 1)]
+    assert [(t, r) for t, r, _ in got] == [(MsgType.CALL, rid) for rid in range(1, len(values) + 1)]
     assert got[0][2] == ("small", 1) and got[1][2] == {"k": [1, 2, 3]} and got[3][2] == b"x" * 100_000
-    assert got[4][2] is None and all(conn is right for *_, conn in got)
+    assert got[4][2] is None
     name, array = got[2][2]
     assert name == "array" and array.dtype == np.float64
     np.testing.assert_array_equal(array, big)
     assert array.flags.writeable  # received arrays can be updated in place (PARL code does), as on zmq
     left.close()
-    with pytest.raises(stream.StreamClosed):
+    with pytest.raises(StreamClosed):
         right.recv(timeout_s=5)
     right.close()
 
 
 def test_partial_writes_are_reassembled_and_a_timeout_keeps_what_arrived():
     raw, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn = stream.StreamConnection(other)
+    conn = StreamConnection(other)
     signer = protocol.Signer(TOKEN)
     frames = protocol.encode(signer, MsgType.REPLY, 7, serialization.dumps(list(range(50))))
     data = framing.stream_prefix(frames) + b"".join(frames)
@@ -86,7 +87,7 @@ def test_partial_writes_are_reassembled_and_a_timeout_keeps_what_arrived():
         raw.send(data[i : i + 1])
         assert conn.recv(timeout_s=0) is None  # no message before its last byte
     raw.send(data[-1:])
-    msg = stream.decode(conn, signer, conn.recv(timeout_s=5))
+    msg = protocol.decode(signer, conn.recv(timeout_s=5))
     assert msg.req_id == 7 and msg.body() == list(range(50))
     raw.close()
     conn.close()
@@ -94,7 +95,7 @@ def test_partial_writes_are_reassembled_and_a_timeout_keeps_what_arrived():
 
 def test_corrupt_prefix_closes_the_connection():
     raw, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn = stream.StreamConnection(other)
+    conn = StreamConnection(other)
     raw.send(b"\0\0\0\0" + b"junk")  # zero frames
     with pytest.raises(protocol.Rejected):
         conn.recv(timeout_s=5)
@@ -110,12 +111,12 @@ def test_wrongly_signed_stream_message_is_rejected_before_unpickling(tmp_path):
     forged = header + protocol.Signer("not-the-token").sign(header, body) + body
     left.send([forged])
     with pytest.raises(protocol.Rejected, match="signature"):
-        stream.decode(right, protocol.Signer(TOKEN), right.recv(timeout_s=5))
+        protocol.decode(protocol.Signer(TOKEN), right.recv(timeout_s=5))
     tampered = bytearray(protocol.encode(protocol.Signer(TOKEN), MsgType.CALL, 2, [body])[0])
     tampered[-3] ^= 1  # one flipped bit in the signed body
     left.send([bytes(tampered)])
     with pytest.raises(protocol.Rejected, match="signature"):
-        stream.decode(right, protocol.Signer(TOKEN), right.recv(timeout_s=5))
+        protocol.decode(protocol.Signer(TOKEN), right.recv(timeout_s=5))
     assert not marker.exists()
     left.close()
     right.close()
@@ -124,11 +125,11 @@ def test_wrongly_signed_stream_message_is_rejected_before_unpickling(tmp_path):
 def test_peer_credentials_are_checked():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with a, b:
-        assert stream.peer_credentials(a)[:2] == (os.getpid(), os.getuid())
-        assert stream.check_peer(a) is None
-        assert stream.check_peer(a, pid=os.getpid()) is None
-        assert "uid" in stream.check_peer(a, uid=os.getuid() + 1)
-        assert "not 1" in stream.check_peer(a, pid=1)
+        assert unix.peer_credentials(a)[:2] == (os.getpid(), os.getuid())
+        assert unix.check_peer(a) is None
+        assert unix.check_peer(a, pid=os.getpid()) is None
+        assert "uid" in unix.check_peer(a, uid=os.getuid() + 1)
+        assert "not 1" in unix.check_peer(a, pid=1)
 
 
 def test_two_peers_sending_large_messages_at_once_do_not_deadlock():
@@ -139,7 +140,7 @@ def test_two_peers_sending_large_messages_at_once_do_not_deadlock():
 
     def side(name, conn):
         conn.send(protocol.encode(signer, MsgType.CALL, 1, payload))  # blocking: reads while it waits
-        received[name] = stream.decode(conn, signer, conn.recv(timeout_s=30)).body()
+        received[name] = protocol.decode(signer, conn.recv(timeout_s=30)).body()
 
     threads = [threading.Thread(target=side, args=(n, c)) for n, c in (("left", left), ("right", right))]
     for t in threads:
@@ -157,9 +158,9 @@ def test_sigint_guard_defers_a_ctrl_c_only_inside_the_code_that_moves_bytes():
     seen = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
     try:
-        assert stream.guard_sigint()
+        assert sigint.guard_sigint()
         guard = signal.getsignal(signal.SIGINT)
-        assert stream.guard_sigint() and signal.getsignal(signal.SIGINT) is guard  # idempotent
+        assert sigint.guard_sigint() and signal.getsignal(signal.SIGINT) is guard  # idempotent
         signal.raise_signal(signal.SIGINT)  # outside a stream operation: passed on at once
         assert seen == [signal.SIGINT]
 
@@ -178,25 +179,25 @@ def test_sigint_guard_defers_a_ctrl_c_only_inside_the_code_that_moves_bytes():
         left.send(protocol.encode(signer, MsgType.REPLY, 1, serialization.dumps("one")))
         left.send(protocol.encode(signer, MsgType.REPLY, 2, serialization.dumps("two")))
         frames = right.recv(timeout_s=5)  # delivered when the read has been recorded
-        assert seen == [signal.SIGINT] * 2 and stream.decode(right, signer, frames).body() == "one"
+        assert seen == [signal.SIGINT] * 2 and protocol.decode(signer, frames).body() == "one"
         right.sock = real
-        assert stream.decode(right, signer, right.recv(timeout_s=5)).body() == "two"  # framing intact
+        assert protocol.decode(signer, right.recv(timeout_s=5)).body() == "two"  # framing intact
 
-        stream._Sigint.pending = guard  # another thread never delivers the main thread's Ctrl-C
-        worker = threading.Thread(target=stream._fire_pending)
+        sigint._Sigint.pending = guard  # another thread never delivers the main thread's Ctrl-C
+        worker = threading.Thread(target=sigint.fire_pending)
         worker.start()
         worker.join(5)
-        assert stream._Sigint.pending is guard and seen == [signal.SIGINT] * 2
-        stream._fire_pending()
-        assert stream._Sigint.pending is None and seen == [signal.SIGINT] * 3
+        assert sigint._Sigint.pending is guard and seen == [signal.SIGINT] * 2
+        sigint.fire_pending()
+        assert sigint._Sigint.pending is None and seen == [signal.SIGINT] * 3
         left.close()
         right.close()
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        assert not stream.guard_sigint()  # nothing raises KeyboardInterrupt: nothing to guard
+        assert not sigint.guard_sigint()  # nothing raises KeyboardInterrupt: nothing to guard
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         result = []
-        thread = threading.Thread(target=lambda: result.append(stream.guard_sigint()))
+        thread = threading.Thread(target=lambda: result.append(sigint.guard_sigint()))
         thread.start()
         thread.join(5)
         assert result == [False]  # signal handlers belong to the main thread
@@ -213,7 +214,7 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
         pytest.skip("needs to run in the main thread (signals)")
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        assert stream.guard_sigint()
+        assert sigint.guard_sigint()
         guard = signal.getsignal(signal.SIGINT)
         left, right = _pair()
         real_sock, real_parse = right.sock, framing.parse_stream_prefix
@@ -250,7 +251,7 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
             right.recv()
         assert interrupts == [1]
         right.sock = real_sock
-        got = [stream.decode(right, signer, right.recv(timeout_s=10)).body() for _ in bodies]
+        got = [protocol.decode(signer, right.recv(timeout_s=10)).body() for _ in bodies]
         assert got == bodies and not right.eof
         sender.join(10)
         left.close()
@@ -261,13 +262,13 @@ def test_a_ctrl_c_inside_a_helper_of_the_byte_moving_code_is_deferred_too(monkey
 
 @contextlib.contextmanager
 def _ctrl_c_raises_keyboard_interrupt():
-    """Python's own SIGINT handler under the streams' guard (``stream.guard_sigint``) for the block, restored after;
+    """Python's own SIGINT handler under the streams' guard (``sigint.guard_sigint``) for the block, restored after;
     skips outside the main thread (signals are delivered there)."""
     if threading.get_ident() != threading.main_thread().ident:
         pytest.skip("needs to run in the main thread (signals)")
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        assert stream.guard_sigint()
+        assert sigint.guard_sigint()
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -281,7 +282,7 @@ def _arrives_whole_once_read(left, right, signer, body: bytes) -> None:
     reader.start()
     left.flush(block=True)
     reader.join(30)
-    assert stream.decode(right, signer, got[0]).body() == body
+    assert protocol.decode(signer, got[0]).body() == body
     left.close()
     right.close()
 
@@ -515,11 +516,11 @@ def test_job_rejects_wrongly_signed_stream_messages_and_keeps_serving(connected,
     header = protocol.HEADER.pack(protocol.MAGIC, protocol.PROTOCOL_VERSION, MsgType.CALL, 0, 1)
     body = pickle.dumps(_Touch(str(marker)))
     forged = header + b"\x01" * 32 + body
-    intruder = stream.StreamConnection(stream.connect(conn.stream_name))
+    intruder = StreamConnection(unix.connect(conn.stream_name))
     intruder.send([forged])
     notice = intruder.recv(timeout_s=10)  # the job answers with an unsigned notice, then closes the connection
     assert protocol.HEADER.unpack(notice[0][: protocol.HEADER.size])[2] == MsgType.AUTH_FAILED
-    with pytest.raises(stream.StreamClosed):
+    with pytest.raises(StreamClosed):
         intruder.recv(timeout_s=10)
     intruder.close()
     assert not marker.exists()
@@ -556,7 +557,7 @@ except (ConnectionResetError, BrokenPipeError):
 def test_client_refuses_a_listener_that_is_not_its_job(connected, monkeypatch):
     monkeypatch.setenv("XPARL_UNIX_STREAM", "0")
     actor = Echo()  # on zmq ipc
-    listener, name = stream.listen()  # this process, not the job
+    listener, name = unix.listen()  # this process, not the job
     try:
         assert actor._xparl_actor.use_stream(name) is False
     finally:

@@ -15,8 +15,8 @@ import zmq
 from conftest import start_cluster, wait_until
 
 import parl_remote as xparl
+from parl_remote import ClusterClient
 from parl_remote.client.master_link import MasterConnection
-from parl_remote.cluster_client import ClusterClient
 from parl_remote.wire import protocol
 from parl_remote.wire.protocol import HEADER, MAGIC, PROTOCOL_VERSION, MsgType
 from parl_remote.wire.signing import Signer

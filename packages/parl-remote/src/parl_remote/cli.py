@@ -39,7 +39,7 @@ class _Refused(click.ClickException):
 
 
 def _wait_ready(address: str, token: str, cpus: int | None, timeout_s: float) -> dict:
-    from parl_remote.cluster_client import ClusterClient
+    from parl_remote.client.cluster_client import ClusterClient
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
@@ -340,7 +340,7 @@ def _status_line(address: str, status: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, default=False, help="Print the full status as JSON.")
 def status(address: str | None, token: str | None, as_json: bool) -> None:
     """Show workers, used / vacant CPUs, clients and actors of each cluster."""
-    from parl_remote.cluster_client import ClusterClient
+    from parl_remote.client.cluster_client import ClusterClient
 
     targets = [address] if address else [c["address"] for c in cluster.recorded_clusters() if c["alive"]]
     if not targets:
