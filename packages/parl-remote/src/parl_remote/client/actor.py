@@ -25,7 +25,7 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import zmq
@@ -55,6 +55,17 @@ logger = logging.getLogger(__name__)
 _SENT_NO_REPLY = "this call was sent but no reply came back: the method may have run"
 _NOT_SENT = "this call was not sent: the method did not run"
 _CTRL_C_LATENCY_S = 0.1  # a Ctrl-C during a blocking call on a stream is delivered within this (stream_io.py)
+
+
+def close_actors(actors: Iterable[Any]) -> None:
+    """Closes each actor handle of a client (``ActorConnection``, or the Ray engine's ``RayActor``) in ``actors``,
+    read as a copy (closing one removes it from its client's set); one that fails to close is logged (debug) and
+    the others still close."""
+    for actor in list(actors):
+        try:
+            actor.close()
+        except Exception:
+            logger.debug("closing actor %s failed", getattr(actor, "actor_id", actor), exc_info=True)
 
 
 def call_payload(name: str, args: tuple, kwargs: dict) -> list:

@@ -24,7 +24,7 @@ import zmq
 
 from parl_remote import config, files
 from parl_remote.client.acquire import acquire
-from parl_remote.client.actor import ActorConnection
+from parl_remote.client.actor import ActorConnection, close_actors
 from parl_remote.client.classes import class_parts
 from parl_remote.client.master_link import MasterConnection
 from parl_remote.client.reactor import Reactor
@@ -275,11 +275,7 @@ class Client:
         if self.closed:
             return
         self.closed = True
-        for actor in list(self.actors):
-            try:
-                actor.close()
-            except Exception:
-                logger.debug("closing an actor failed", exc_info=True)
+        close_actors(self.actors)
         if self.reactor is not None:
             self.reactor.stop()
         self._stop.set()

@@ -30,6 +30,7 @@ import weakref
 from typing import Any
 
 from parl_remote import config, files
+from parl_remote.client.actor import close_actors
 from parl_remote.client.classes import class_parts
 from parl_remote.client.future import RemoteFuture
 from parl_remote.errors import (
@@ -258,11 +259,7 @@ class RayClient:
         if self.closed:
             return
         self.closed = True
-        for actor in list(self.actors):
-            try:
-                actor.close()
-            except Exception:
-                logger.debug("ending a Ray actor failed", exc_info=True)
+        close_actors(self.actors)
         if self.owns_ray:
             self.ray.shutdown()
 

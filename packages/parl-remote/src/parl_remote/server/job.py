@@ -201,7 +201,6 @@ class Job(StreamServing, OutputCapture, Handlers):
 
     def _serve_router(self) -> None:
         """Handles the messages waiting on the ROUTER socket."""
-        handlers = self.handlers
         while self.running:
             try:
                 received = zmq_io.recv_routed(self.router, self.signer, flags=zmq.NOBLOCK, channel=self.shm_channel)
@@ -220,14 +219,7 @@ class Job(StreamServing, OutputCapture, Handlers):
             if self.client is not None and self.sender != self.client:
                 self.client = self.sender  # the client moved to the ipc endpoint: forward output there
             self.reply_route = self.route(self.sender)
-            handler = handlers.get(msg.type)
-            if handler is None:
-                logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
-            else:
-                try:
-                    handler(msg)
-                except Exception as exc:  # noqa: BLE001 - a malformed (signed) request: answer it, stay up
-                    self._malformed(msg, exc)
+            self._dispatch(msg)
         if self.pending_output:
             self._flush_output()
 

@@ -75,6 +75,18 @@ class Handlers:
         )
         self._reply(Message(exc.type, exc.req_id, [b""]), error_body(error, ""), MsgType.ERROR)
 
+    def _dispatch(self, msg: Message) -> None:
+        """Runs the handler of ``msg``'s type (from the ROUTER or a stream peer; the reply state is set): a type
+        without one is logged, and a request its handler could not read is answered by ``_malformed``."""
+        handler = self.handlers.get(msg.type)
+        if handler is None:
+            logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
+            return
+        try:
+            handler(msg)
+        except Exception as exc:  # noqa: BLE001 - a malformed (signed) request: answer it, stay up
+            self._malformed(msg, exc)
+
     def _malformed(self, msg: Message, exc: Exception) -> None:
         """A signed request that its handler could not read (a token holder's malformed body): logged and, when
         someone waits for it, answered with an error; the job stays up."""

@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 class StreamServing:
     """Serves the stream peers of a ``job.Job`` (uses its ``listener``, ``poller``, ``streams``,
-    ``stream_masks``, ``handlers`` and reply state)."""
+    ``stream_masks``, ``_dispatch`` and reply state)."""
 
     def _accept(self) -> None:
         """Accepts same-user peers on the Unix stream socket."""
@@ -50,7 +50,6 @@ class StreamServing:
                 peer.flush()
         except ConnectionLost:
             alive = False
-        handlers = self.handlers
         while alive and self.running and not peer.closed:
             try:
                 msg = peer.recv(0)
@@ -76,14 +75,7 @@ class StreamServing:
                 break
             self.client_stream = self.reply_route = peer
             self.sender = None
-            handler = handlers.get(msg.type)
-            if handler is None:
-                logger.warning("job %s: unexpected message %s", self.job_id, msg.type.name)
-            else:
-                try:
-                    handler(msg)
-                except Exception as exc:  # noqa: BLE001 - a malformed (signed) request: answer it, stay up
-                    self._malformed(msg, exc)
+            self._dispatch(msg)
         if not alive or peer.closed:
             self._drop_stream(peer)
             return
