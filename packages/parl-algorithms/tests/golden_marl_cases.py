@@ -7,10 +7,11 @@
 ``value`` and PopArt's statistics), ``last_info`` and the checkpoint's entry names. The algorithms are called
 directly with numpy batches (one ``learn`` of each case with the backend's tensors), as their agents do.
 
-``golden/record.py marl`` writes them to ``golden/marl-<backend>.json``; ``test_golden_outputs.py`` recomputes
-them and compares bit for bit. ``write_checkpoints()`` writes, once, ``golden/checkpoints/marl-<backend>-<case>``
-(``Agent.save``, and ``pickle.dumps`` of the torch algorithm) and the record of one more ``learn`` after
-restoring each (``golden/checkpoints/marl-expected.json``); ``resumed`` recomputes that record.
+``golden/record.py marl`` writes them to ``golden/marl-<backend>.json``; ``test_golden_marl_outputs.py`` recomputes
+them (:func:`run_all`, in a fresh interpreter) and compares bit for bit. ``write_checkpoints()`` writes, once,
+``golden/checkpoints/marl-<backend>-<case>`` (``Agent.save``, and ``pickle.dumps`` of the torch algorithm) and the
+record of one more ``learn`` after restoring each (``golden/checkpoints/marl-expected.json``); ``resumed``
+recomputes that record.
 
 Everything runs on the CPU with one torch thread: the digests are of this machine's CPU kernels.
 """
@@ -546,6 +547,17 @@ def write_checkpoints(*names: str) -> None:
     expected = json.loads(path.read_text()) if path.exists() else {}
     expected.update({f"{b}-{n}.{k}": resumed(b, n, k) for b in KINDS for n in names for k in KINDS[b]})
     path.write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+
+
+def run_all(backend: str) -> dict[str, Any]:
+    """Every case's record on ``backend``, in :data:`CASES` order (as ``golden/record.py marl`` records them)."""
+    return {name: run_case(backend, name) for name in CASES}
+
+
+def resume_all(backend: str) -> dict[str, Any]:
+    """The record of every checkpoint file of ``backend`` (``<backend>-<case>.<kind>``), in the order written."""
+    return {f"{backend}-{name}.{kind}": resumed(backend, name, kind) for name in CASES for kind in KINDS[backend]
+            if (CKPT / f"marl-{backend}-{name}.{kind}").exists()}
 
 
 def checkpoint_files() -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from algo_models import models
 from gymnasium import spaces
 
-from parl_algorithms import _maddpg
+from parl_algorithms.algorithms import maddpg as _maddpg
 
 OBS_DIMS = (3, 4)  # two agents with different observation sizes
 DISCRETE = [spaces.Discrete(3), spaces.Discrete(2)]
@@ -152,7 +152,8 @@ def test_sample_with_target_model_uses_the_target_policy(M, monkeypatch):
     M.ops.seed(0)
     alg = build(M)
     obs = np.random.default_rng(0).normal(size=(B, OBS_DIMS[0])).astype(np.float32)
-    monkeypatch.setattr(alg, "_uniform", lambda shape: tensor(M, np.full(shape, math.exp(-1))))  # zero Gumbel noise
+    zero_gumbel_noise = lambda like: tensor(M, np.full(tuple(like.shape), math.exp(-1)))  # noqa: E731
+    monkeypatch.setattr(alg, "_uniform", zero_gumbel_noise)
     weights = alg.target_model.get_weights()
     alg.target_model.set_weights({k: 2.0 * v for k, v in weights.items()})
     for use_target, model in ((False, alg.model), (True, alg.target_model)):
@@ -171,7 +172,7 @@ def test_predict_and_sample_continuous(M, monkeypatch):
     sample = M.ops.numpy(alg.sample(obs))
     assert sample.shape == (B, 3) and np.abs(sample).max() <= 1.0
     noise = np.random.default_rng(1).normal(size=(B, 3)).astype(np.float32)
-    monkeypatch.setattr(alg, "_normal", lambda shape: tensor(M, noise))
+    monkeypatch.setattr(alg, "_normal", lambda like: tensor(M, noise))
     np.testing.assert_allclose(M.ops.numpy(alg.sample(obs)), np.tanh(mean + np.exp(log_std) * noise), rtol=1e-5,
                                atol=1e-6)
 
@@ -391,7 +392,7 @@ def test_paddle_update_equals_torch_update(act_space, index):
     results = {}
     for name, M, alg in (("torch", T, t_alg), ("paddle", P, p_alg)):
         draws = iter(noise if not alg.continuous_actions else (noise - 0.5) * 4)  # normals: any fixed numbers
-        draw = lambda shape, M=M, draws=draws: tensor(M, next(draws))  # noqa: E731
+        draw = lambda like, M=M, draws=draws: tensor(M, next(draws))  # noqa: E731
         alg._uniform = alg._normal = draw
         losses = [float(alg.learn(*b)) for b in batches]
         results[name] = (losses, alg.get_all_weights())

@@ -27,6 +27,9 @@ class OffPolicyActorCritic:
 
     ops: ClassVar[Any]  # the backend's layer: parl_algorithms.torch.ops or parl_algorithms.paddle.ops
     required_methods: tuple[str, ...] = ("value", "policy", "get_actor_params", "get_critic_params")
+    # the global L2 norm both optimizers clip their gradients to (MADDPG's 0.5), None for no clip; a subclass that
+    # sets it passes it to ops.step as well (torch clips there, paddle's optimizer carries the clip)
+    max_grad_norm: ClassVar[float | None] = None
 
     def __init__(self, model: Any, gamma: float | None, tau: float | None, actor_lr: float | None,
                  critic_lr: float | None, *, device: Any = None) -> None:
@@ -40,8 +43,10 @@ class OffPolicyActorCritic:
         self.critic_lr = positive(critic_lr, "critic_lr", name, "3e-4")
         self.target_model = copy.deepcopy(model)
         self.ops.freeze(self.target_model.parameters())
-        self.actor_optimizer = self.ops.adam(list(self.model.get_actor_params()), lr=self.actor_lr)
-        self.critic_optimizer = self.ops.adam(list(self.model.get_critic_params()), lr=self.critic_lr)
+        self.actor_optimizer = self.ops.adam(list(self.model.get_actor_params()), lr=self.actor_lr,
+                                             max_grad_norm=self.max_grad_norm)
+        self.critic_optimizer = self.ops.adam(list(self.model.get_critic_params()), lr=self.critic_lr,
+                                              max_grad_norm=self.max_grad_norm)
         self.last_info: dict[str, float] = {}
 
     def frozen_critic(self) -> Any:
