@@ -14,13 +14,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from parl_algorithms.algorithms import maddpg
+from parl_algorithms.algorithms import maddpg, qmix
 
 __all__ = ["FUNCTIONS", "bind"]
 
 #: the functions, in the backends' module order (one section per algorithm)
 FUNCTIONS: tuple[Callable[..., Any], ...] = (
     maddpg.gumbel_softmax_sample, maddpg.squashed_gaussian_sample, maddpg.maddpg_target_q, maddpg.maddpg_actor_loss,
+    qmix.qmix_target_max_q, qmix.qmix_td_loss,
 )
 
 

@@ -10,85 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from parl_algorithms import _qmix
-from parl_algorithms._qmix import UNAVAILABLE_Q
 from parl_algorithms.algorithms.marl_functional import bind
 from parl_algorithms.torch import ops
 
 # ======================================================================================================
-# MADDPG (Lowe et al. 2017): parl_algorithms.algorithms.maddpg
+# MADDPG (Lowe et al. 2017) and QMIX (Rashid et al. 2018): parl_algorithms.algorithms.maddpg / qmix
 # ======================================================================================================
 
 globals().update(bind(ops, __name__))
-
-
-# ======================================================================================================
-# QMIX (Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for Deep Multi-Agent RL")
-# ======================================================================================================
-
-
-def qmix_target_max_q(target_local_qs: torch.Tensor, available_actions: torch.Tensor,
-                      local_qs: torch.Tensor | None = None) -> torch.Tensor:
-    """Each agent's bootstrap value at the next step, over its available actions only.
-
-    ``max_u Q_i^-(tau', u)`` (Rashid et al. 2018, Section 4: the target network's greedy value), or with
-    ``local_qs`` the Double-Q form ``Q_i^-(tau', argmax_u Q_i(tau', u))`` (van Hasselt et al. 2016): the online
-    network picks the action, the target network values it. Unavailable actions are set to -1e10 first
-    (PARL's constant), so neither the max nor the argmax ever picks one while any action is available.
-
-    Args:
-        target_local_qs: float32 ``[B, T, n_agents, n_actions]``: the target agent network's Q values of the
-            next steps.
-        available_actions: bool (or 0/1) ``[B, T, n_agents, n_actions]``: the next steps' available actions.
-        local_qs: float32 ``[B, T, n_agents, n_actions]``: the online network's Q values of the same steps
-            (detached), or ``None`` for the plain max.
-
-    Returns:
-        float32 ``[B, T, n_agents]``.
-
-    Raises:
-        ValueError: the shapes differ or are not 4-D.
-    """
-    tensors = (target_local_qs, available_actions) + (() if local_qs is None else (local_qs,))
-    _qmix.same_shape("target_local_qs, available_actions (and local_qs)", *tensors)
-    if target_local_qs.ndim != 4:
-        raise ValueError(f"qmix_target_max_q expects [B, T, n_agents, n_actions], got {tuple(target_local_qs.shape)}")
-    available = available_actions.bool() if available_actions.dtype != torch.bool else available_actions
-    unavailable = torch.full_like(target_local_qs, UNAVAILABLE_Q)
-    target = torch.where(available, target_local_qs, unavailable)
-    if local_qs is None:
-        return target.max(dim=3).values
-    greedy = torch.where(available, local_qs, unavailable).argmax(dim=3, keepdim=True)
-    return target.gather(3, greedy).squeeze(3)
-
-
-def qmix_td_loss(q_tot: torch.Tensor, target_q_tot: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor,
-                 mask: torch.Tensor, gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """QMIX's masked TD loss over padded episodes (Rashid et al. 2018, Section 4:
-    ``L = sum_b (y_tot - Q_tot(tau, u, s))^2`` with ``y_tot = r + gamma * Q_tot^-(tau', u', s')``).
-
-    ``y = r + gamma * (1 - terminated) * target_q_tot`` (no gradient), ``delta = (y - q_tot) * mask``;
-    ``loss = sum(delta^2) / sum(mask)`` and ``mean_td_error = sum(delta) / sum(mask)`` (PARL's reductions: the
-    mean over the real transitions of the batch).
-
-    Args:
-        q_tot: float32 ``[B, T, 1]``: the mixer's ``Q_tot`` of the actions taken (with gradient).
-        target_q_tot: float32 ``[B, T, 1]``: the target mixer's ``Q_tot`` of the next steps' bootstrap values.
-        reward: float32 ``[B, T, 1]``: team rewards.
-        terminated: float32 ``[B, T, 1]``: 1 where the transition ended the episode (no bootstrap).
-        mask: float32 ``[B, T, 1]``: 1 on the transitions that count, 0 on padding.
-        gamma: the discount.
-
-    Returns:
-        ``(loss, mean_td_error)``, float32 scalars.
-
-    Raises:
-        ValueError: the five tensors do not share one shape ``[B, T, 1]``.
-    """
-    return _qmix.td_loss(q_tot, target_q_tot, reward, terminated, mask, gamma)
-
-
-# (end of QMIX)
 
 
 # ======================================================================================================
