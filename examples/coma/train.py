@@ -286,7 +286,7 @@ class Player:
             gen.bit_generator.state = saved
 
     def _batch(self, o, s, u, avail, r, lengths, terminated, steps) -> dict:
-        """PARL's COMA batch over the first ``steps`` steps (numpy): see parl_algorithms._coma."""
+        """PARL's COMA batch over the first ``steps`` steps (numpy): see parl_algorithms.algorithms.coma."""
         E, n, A = len(o), self.n, self.A
         t_idx = np.arange(steps)[None, :]
         padded = (t_idx >= lengths[:, None]).astype(np.float32)

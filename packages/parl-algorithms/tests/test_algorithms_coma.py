@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 
-from parl_algorithms import _coma as coma_ref
+from parl_algorithms.algorithms import coma as coma_ref
 
 N_AGENTS, N_ACTIONS, HIDDEN = 2, 3, 8
 ACTOR_DIM = 4 + N_ACTIONS + N_AGENTS  # obs 4, last action, agent id (PARL's actor inputs)

@@ -79,7 +79,7 @@ def test_coma_example_episode_batch_layout():
     import numpy as np
     from test_examples_distributed import load_example
 
-    from parl_algorithms import _coma
+    from parl_algorithms.algorithms import coma as _coma
 
     train = load_example("coma")
     backend = parl_core.get_backend()  # the one this test process already uses (the choice is per process)

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from parl_algorithms.algorithms import maddpg, qmix
+from parl_algorithms.algorithms import coma, maddpg, qmix
 
 __all__ = ["FUNCTIONS", "bind"]
 
@@ -22,6 +22,8 @@ __all__ = ["FUNCTIONS", "bind"]
 FUNCTIONS: tuple[Callable[..., Any], ...] = (
     maddpg.gumbel_softmax_sample, maddpg.squashed_gaussian_sample, maddpg.maddpg_target_q, maddpg.maddpg_actor_loss,
     qmix.qmix_target_max_q, qmix.qmix_td_loss,
+    coma.coma_policy_probs, coma.coma_counterfactual_advantage, coma.coma_td_lambda_targets, coma.coma_critic_loss,
+    coma.coma_actor_loss,
 )
 
 
