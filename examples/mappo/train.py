@@ -64,7 +64,7 @@ from tqdm import tqdm
 import parl
 from parl.env.multiagent import MultiAgentVectorEnv, make_multiagent_env
 from parl.utils import Checkpointer, RunLog, add_run_args, logger
-from parl_algorithms import _mappo
+from parl_algorithms.algorithms import mappo as _mappo
 
 # PARL's benchmark/torch/mappo/train.py (the MAPPO paper's MPE settings)
 LR = 7e-4

@@ -11,7 +11,7 @@ torch_ops = pytest.importorskip("parl_algorithms.torch.ops")
 paddle_ops = pytest.importorskip("parl_algorithms.paddle.ops")
 
 MODULES = ("policy_gradient", "dqn", "ddpg", "td3", "a2c", "ppo", "sac", "cql", "oac", "iql", "dt", "a3c", "impala",
-           "vtrace")
+           "vtrace", "maddpg", "qmix", "coma", "mappo", "marl_functional")
 
 
 def test_the_two_layers_have_the_same_names_and_signatures():
@@ -33,7 +33,8 @@ def test_an_algorithm_written_once_imports_no_framework():
 
 @pytest.mark.parametrize("backend", ["torch", "paddle"])
 @pytest.mark.parametrize("name", ["PolicyGradient", "DQN", "DDQN", "DDPG", "TD3", "A2C", "PPO", "SAC", "CQL", "OAC",
-                                  "IQL", "DecisionTransformer", "A3C", "IMPALA"])
+                                  "IQL", "DecisionTransformer", "A3C", "IMPALA", "MADDPG", "QMIX", "COMA",
+                                  "MAPPO", "PopArt"])
 def test_public_classes_keep_their_module_and_the_shared_docstring(backend, name):
     import parl_algorithms
 

@@ -1,7 +1,7 @@
 """MAPPO and PopArt (parl_algorithms.{torch,paddle}.mappo) on both backends: the losses and PopArt's statistics
 against hand-computed cases, the policy loss and entropy of Discrete / MultiDiscrete / Box policies through
 ``learn``, learning on a fixed batch, save / restore, bad input, the framework-free batch layout
-(``parl_algorithms._mappo``), and the same update on torch and paddle."""
+(``parl_algorithms.algorithms.mappo``), and the same update on torch and paddle."""
 
 import math
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from algo_models import models
 
-from parl_algorithms import _mappo
+from parl_algorithms.algorithms import mappo as _mappo
 
 LN2, LN3, LN2PI = math.log(2.0), math.log(3.0), math.log(2.0 * math.pi)
 

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from parl_algorithms.algorithms import coma, maddpg, qmix
+from parl_algorithms.algorithms import coma, maddpg, mappo, qmix
 
 __all__ = ["FUNCTIONS", "bind"]
 
@@ -22,21 +22,27 @@ __all__ = ["FUNCTIONS", "bind"]
 FUNCTIONS: tuple[Callable[..., Any], ...] = (
     maddpg.gumbel_softmax_sample, maddpg.squashed_gaussian_sample, maddpg.maddpg_target_q, maddpg.maddpg_actor_loss,
     qmix.qmix_target_max_q, qmix.qmix_td_loss,
+    mappo.masked_mean, mappo.huber_loss, mappo.mappo_value_loss, mappo.mappo_policy_loss, mappo.popart_update,
+    mappo.popart_debiased_mean_var, mappo.popart_preserve_outputs,
     coma.coma_policy_probs, coma.coma_counterfactual_advantage, coma.coma_td_lambda_targets, coma.coma_critic_loss,
     coma.coma_actor_loss,
 )
 
 
-def bind(ops: Any, module: str) -> dict[str, Callable[..., Any]]:
+def bind(ops: Any, module: str, **keywords: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """:data:`FUNCTIONS` with ``ops`` bound, by name, for the backend module ``module`` to export.
 
-    Each has its function's name, docstring and signature without ``ops`` (what ``help`` and autodoc show).
+    Each has its function's name, docstring and signature without ``ops`` (what ``help`` and autodoc show), and
+    without the keyword arguments ``keywords[name]`` binds (``popart_preserve_outputs={"out_axis": 0}``: the
+    framework's Linear layout).
     """
     bound = {}
     for fn in FUNCTIONS:
-        partial = functools.partial(fn, ops)
+        fixed = keywords.get(fn.__name__, {})
+        partial = functools.partial(fn, ops, **fixed)
         signature = inspect.signature(fn)
-        partial.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+        parameters = [p for p in list(signature.parameters.values())[1:] if p.name not in fixed]
+        partial.__signature__ = signature.replace(parameters=parameters)
         partial.__name__ = partial.__qualname__ = fn.__name__
         partial.__doc__, partial.__module__ = fn.__doc__, module
         bound[fn.__name__] = partial
