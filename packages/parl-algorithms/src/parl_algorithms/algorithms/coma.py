@@ -482,10 +482,8 @@ class COMA:
         gamma: discount in ``[0, 1]`` (PARL: 0.99).
         td_lambda: lambda of the critic's TD(lambda) targets in ``[0, 1]`` (PARL: 0.8).
         entropy_coeff: weight of a policy-entropy bonus (EPyMARL: 0.001; PARL: none, the default 0).
-        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda"``,
-            ``"cuda:1"`` or a ``torch.device`` (default CUDA when available, PARL's rule); paddle ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), set process-wide (``paddle.set_device``; default paddle's own,
-            the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Raises:
         TypeError: the model is not a ``parl.Model`` of the class's framework.

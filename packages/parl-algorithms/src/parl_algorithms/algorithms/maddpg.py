@@ -343,10 +343,8 @@ class MADDPG(OffPolicyActorCritic):
         gamma: discount in ``[0, 1]`` (read by the agent's target; PARL's examples: 0.95).
         tau: Polyak rate in ``[0, 1]`` (``target = (1 - tau) * target + tau * model``; PARL: 0.01).
         actor_lr, critic_lr: Adam learning rates (PARL: 0.01).
-        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda"``,
-            ``"cuda:1"`` or a ``torch.device`` (default CUDA when available, PARL's rule); paddle ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), set process-wide (``paddle.set_device``; default paddle's own,
-            the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Raises:
         TypeError: the model is not a ``parl.Model`` of the class's framework, ``act_space`` is not a list of

@@ -469,11 +469,14 @@ class PopArt:
         self.norm_axes, self.beta, self.epsilon = hp["norm_axes"], hp["beta"], hp["epsilon"]
         # the critic owns these parameters: kept as plain references (not this module's), rescaled in place
         self.__dict__["weight"], self.__dict__["bias"] = weight, bias
-        self._register_statistics(int(bias.shape[0]) if bias is not None and bias.ndim else 1, device)
+        outputs = int(bias.shape[0]) if bias is not None and bias.ndim else 1
+        self.register_buffer("mean", self._zeros([outputs], device))
+        self.register_buffer("mean_sq", self._zeros([outputs], device))
+        self.register_buffer("debiasing_term", self._zeros([], device))
 
     # -- what each backend defines ------------------------------------------------------------------
-    def _register_statistics(self, outputs: int, device: Any) -> None:
-        """Register the buffers ``mean``, ``mean_sq`` (float32 zeros ``[outputs]``) and ``debiasing_term`` (0-d)."""
+    def _zeros(self, shape: list[int], device: Any) -> Any:
+        """float32 zeros of ``shape`` where the statistics live (``device``: the constructor's argument)."""
         raise NotImplementedError
 
     def _assign(self, target: Any, value: Any) -> None:
@@ -582,10 +585,8 @@ class MAPPO:
         max_grad_norm: global gradient-norm clip of actor and critic separately (10; None: no clip).
         use_popart: normalise value targets with :class:`PopArt` (``self.value_normalizer``; else ``None``).
         use_value_active_masks: average the value loss over active rows only.
-        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda"``,
-            ``"cuda:1"`` or a ``torch.device`` (default CUDA when available, PARL's rule); paddle ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), set process-wide (``paddle.set_device``; default paddle's own,
-            the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         value_normalizer: the :class:`PopArt` of ``model.critic.v_out``, or ``None``.
@@ -600,6 +601,7 @@ class MAPPO:
 
     ops: ClassVar[Any]  # the backend's layer: parl_algorithms.torch.ops or parl_algorithms.paddle.ops
     popart_class: ClassVar[type[PopArt]]  # the backend's PopArt
+    linear: ClassVar[type]  # the framework's Linear layer: PopArt rescales one, model.critic.v_out
 
     def __init__(self, model: Any, clip_param: float, value_loss_coef: float, entropy_coef: float,
                  initial_lr: float, huber_delta: float, eps: float | None = None, max_grad_norm: float | None = None,
@@ -616,7 +618,11 @@ class MAPPO:
         self._use_popart, self._use_value_active_masks = bool(use_popart), bool(use_value_active_masks)
         if self._use_popart:
             v_out = self.model.critic.v_out
-            self._check_v_out(v_out)
+            if not isinstance(v_out, self.linear) or v_out.weight.shape[self.popart_class.linear_out_axis] != 1 \
+                    or v_out.bias is None:
+                framework = self.linear.__module__.partition(".")[0]
+                raise ValueError(f"MAPPO(use_popart=True): model.critic.v_out must be a {framework}.nn.Linear(hidden, "
+                                 f"1) with a bias, got {v_out!r}; or pass use_popart=False")
             self.value_normalizer: PopArt | None = self.popart_class(v_out.weight, v_out.bias, device=self.device)
         else:
             self.value_normalizer = None
@@ -630,12 +636,6 @@ class MAPPO:
         self.critic_optimizer = self.ops.adam(critic_params, lr=self.lr, eps=self.eps,
                                               max_grad_norm=self.max_grad_norm)
         self.last_info: dict[str, float] = {}
-
-    # -- what each backend defines ------------------------------------------------------------------
-    @staticmethod
-    def _check_v_out(v_out: Any) -> None:
-        """Raise ``ValueError`` unless ``v_out`` is the framework's ``Linear(hidden, 1)`` with a bias (PopArt's)."""
-        raise NotImplementedError
 
     def _step(self, optimizer: Any, loss: Any) -> Any:
         """Backpropagate ``loss``, clip to ``max_grad_norm``, step; the gradients' global norm before the clip."""

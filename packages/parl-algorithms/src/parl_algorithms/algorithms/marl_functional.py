@@ -29,14 +29,14 @@ FUNCTIONS: tuple[Callable[..., Any], ...] = (
 )
 
 
-def bind(ops: Any, module: str, **keywords: dict[str, Any]) -> dict[str, Callable[..., Any]]:
-    """:data:`FUNCTIONS` with ``ops`` bound, by name, for the backend module ``module`` to export.
+def bind(ops: Any, namespace: dict[str, Any], **keywords: dict[str, Any]) -> list[str]:
+    """Define :data:`FUNCTIONS` with ``ops`` bound in ``namespace`` (a backend module's ``globals()``); return their
+    names (the module's ``__all__``).
 
     Each has its function's name, docstring and signature without ``ops`` (what ``help`` and autodoc show), and
     without the keyword arguments ``keywords[name]`` binds (``popart_preserve_outputs={"out_axis": 0}``: the
     framework's Linear layout).
     """
-    bound = {}
     for fn in FUNCTIONS:
         fixed = keywords.get(fn.__name__, {})
         partial = functools.partial(fn, ops, **fixed)
@@ -44,6 +44,6 @@ def bind(ops: Any, module: str, **keywords: dict[str, Any]) -> dict[str, Callabl
         parameters = [p for p in list(signature.parameters.values())[1:] if p.name not in fixed]
         partial.__signature__ = signature.replace(parameters=parameters)
         partial.__name__ = partial.__qualname__ = fn.__name__
-        partial.__doc__, partial.__module__ = fn.__doc__, module
-        bound[fn.__name__] = partial
-    return bound
+        partial.__doc__, partial.__module__ = fn.__doc__, namespace["__name__"]
+        namespace[fn.__name__] = partial
+    return [fn.__name__ for fn in FUNCTIONS]

@@ -359,10 +359,8 @@ class QMIX(ActingHiddenState):
         lr: RMSprop learning rate (alpha 0.99, eps 1e-5 added to the root: PARL's torch and PyMARL's
             ``torch.optim.RMSprop``; on paddle :class:`parl_algorithms.paddle.rmsprop.RMSprop`).
         clip_grad_norm: clip the global gradient norm of both networks to this value; ``None`` does not.
-        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda"``,
-            ``"cuda:1"`` or a ``torch.device`` (default CUDA when available, PARL's rule); paddle ``"cpu"``,
-            ``"gpu"``, ``"gpu:1"`` (or ``"cuda"``), set process-wide (``paddle.set_device``; default paddle's own,
-            the GPU in a CUDA build).
+        device: where models, optimizer state and tensors live (README, "Devices"): torch ``"cpu"``, ``"cuda:1"``, a
+            ``torch.device`` (default CUDA when available); paddle ``"cpu"``, ``"gpu:1"`` (set process-wide).
 
     Attributes:
         target_agent_model, target_qmixer_model: the target networks (``copy.deepcopy``; :meth:`sync_target`).

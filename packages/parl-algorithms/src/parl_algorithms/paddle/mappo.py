@@ -20,11 +20,8 @@ class PopArt(_algorithm.PopArt, paddle.nn.Layer):
     ops = ops
     linear_out_axis = 1  # paddle.nn.Linear's weight is [in, out]
 
-    def _register_statistics(self, outputs: int, device: Any) -> None:
-        del device  # (paddle's device is process-wide)
-        self.register_buffer("mean", paddle.zeros([outputs], dtype="float32"))
-        self.register_buffer("mean_sq", paddle.zeros([outputs], dtype="float32"))
-        self.register_buffer("debiasing_term", paddle.zeros([], dtype="float32"))
+    def _zeros(self, shape: list[int], device: Any) -> paddle.Tensor:
+        return paddle.zeros(shape, dtype="float32")  # (on paddle's device: process-wide)
 
     def _assign(self, target: paddle.Tensor, value: paddle.Tensor) -> None:
         target.set_value(value)
@@ -41,9 +38,4 @@ class MAPPO(_algorithm.MAPPO, Algorithm):
     __doc__ = _algorithm.MAPPO.__doc__
     ops = ops
     popart_class = PopArt
-
-    @staticmethod
-    def _check_v_out(v_out: Any) -> None:
-        if not isinstance(v_out, paddle.nn.Linear) or v_out.weight.shape[-1] != 1 or v_out.bias is None:
-            raise ValueError(f"MAPPO(use_popart=True): model.critic.v_out must be a paddle.nn.Linear(hidden, 1) "
-                             f"with a bias, got {v_out!r}; or pass use_popart=False")
+    linear = paddle.nn.Linear

@@ -1,16 +1,8 @@
-"""Pure, shape-checked loss and target functions of the multi-agent algorithms on paddle:
-:mod:`parl_algorithms.algorithms.marl_functional` with paddle's layer bound.
-
-Tensors in, tensors out, no side effects, a ``ValueError`` naming the expected shapes when inputs do not fit, and
-each function cites the equation of its paper (the docstrings are those of the functions written once in
-:mod:`parl_algorithms.algorithms.maddpg`, ``.qmix``, ``.mappo`` and ``.coma``). The other backend's module has
-the same names, tested against this one on the same inputs. ``popart_preserve_outputs`` takes paddle's Linear
-weight layout, ``[in, out]``.
-"""
+"""The multi-agent algorithms' loss and target functions on paddle: :mod:`parl_algorithms.algorithms.marl_functional`
+bound to paddle's layer, the same functions as torch's ``marl_functional`` (tested against them on the same inputs;
+``popart_preserve_outputs`` takes paddle's Linear weight layout, ``[in, out]``)."""
 
 from parl_algorithms.algorithms.marl_functional import bind
 from parl_algorithms.paddle import ops
 
-_FUNCTIONS = bind(ops, __name__, popart_preserve_outputs={"out_axis": 1})
-globals().update(_FUNCTIONS)
-__all__ = list(_FUNCTIONS)
+__all__ = bind(ops, globals(), popart_preserve_outputs={"out_axis": 1})

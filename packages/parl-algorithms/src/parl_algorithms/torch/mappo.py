@@ -21,11 +21,8 @@ class PopArt(_algorithm.PopArt, torch.nn.Module):
     ops = ops
     linear_out_axis = 0  # torch.nn.Linear's weight is [out, in]
 
-    def _register_statistics(self, outputs: int, device: Any) -> None:
-        device = self.weight.device if device is None else torch.device(device)
-        self.register_buffer("mean", torch.zeros(outputs, device=device))
-        self.register_buffer("mean_sq", torch.zeros(outputs, device=device))
-        self.register_buffer("debiasing_term", torch.tensor(0.0, device=device))
+    def _zeros(self, shape: list[int], device: Any) -> torch.Tensor:
+        return torch.zeros(shape, device=self.weight.device if device is None else torch.device(device))
 
     def _assign(self, target: torch.Tensor, value: torch.Tensor) -> None:
         target.copy_(value)
@@ -48,12 +45,7 @@ class MAPPO(_algorithm.MAPPO, Algorithm):
     __doc__ = _algorithm.MAPPO.__doc__
     ops = ops
     popart_class = PopArt
-
-    @staticmethod
-    def _check_v_out(v_out: Any) -> None:
-        if not isinstance(v_out, torch.nn.Linear) or v_out.out_features != 1 or v_out.bias is None:
-            raise ValueError(f"MAPPO(use_popart=True): model.critic.v_out must be a torch.nn.Linear(hidden, 1) "
-                             f"with a bias, got {v_out!r}; or pass use_popart=False")
+    linear = torch.nn.Linear
 
     def _step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> torch.Tensor:
         if self.max_grad_norm is not None:
