@@ -113,10 +113,12 @@ def _fresh(backend, name):
 
 
 def _step(M, name, alg, agent):
-    """One learn on a fixed batch with fixed noise; the record compared bit for bit."""
+    """One learn on a fixed batch with fixed noise; the record compared with ``golden_cases.mismatches`` (bit for
+    bit on the recording machine's kind of CPU; the weights' digests recorded there, their sums as well)."""
     M.ops.seed(5)
     out = _flat(agent.learn(*CASES[name][2](np.random.default_rng(7))))  # (IMPALA's ((losses), kl) flattened)
-    weights = {f"{k}.{p}": digest(v) for k, ps in sorted(alg.get_all_weights().items()) for p, v in sorted(ps.items())}
+    weights = {f"{k}.{p}": {"digest": digest(v), "sum": float(np.asarray(v, dtype=np.float64).sum())}
+               for k, ps in sorted(alg.get_all_weights().items()) for p, v in sorted(ps.items())}
     record = {"losses": [float(_numpy(x)) for x in out], "weights": weights}
     if hasattr(alg, "alpha"):  # (SAC's temperature; IQL's Polyak rate)
         record["alpha"] = float(alg.alpha)

@@ -477,9 +477,8 @@ CASES: dict[str, tuple[Any, Any, Any, str]] = {
 }
 
 
-def _weights(alg, digests_only=False):
-    return {f"{key}.{param}": digest(value) if digests_only else
-            {"digest": digest(value), "sum": float(value.astype(np.float64).sum())}
+def _weights(alg):
+    return {f"{key}.{param}": {"digest": digest(value), "sum": float(value.astype(np.float64).sum())}
             for key, params in sorted(alg.get_all_weights().items()) for param, value in sorted(params.items())}
 
 
@@ -511,7 +510,7 @@ def _resume_step(B, name, alg):
     _, learn, _, kind = CASES[name]
     B.seed(5)
     out = _flat(learn(B, alg, np.random.default_rng(7), 2, kind))
-    return {"learn": [float(_numpy(x)) for x in out], "weights": _weights(alg, digests_only=True)}
+    return {"learn": [float(_numpy(x)) for x in out], "weights": _weights(alg)}
 
 
 def resumed(backend: str, name: str, kind: str) -> dict[str, Any]:
