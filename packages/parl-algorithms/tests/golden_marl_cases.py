@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from golden_cases import _arrays, _flat, _numpy, digest
 from qmix_models import episode_batch as qmix_batch
+from test_algorithms_coma import episode_batch
 
 HERE = pathlib.Path(__file__).resolve().parent
 CKPT = HERE / "golden" / "checkpoints"
@@ -307,33 +308,8 @@ def _coma(B, **kwargs):
     return B.algs.COMA(_coma_model_cls(B.name)(), COMA_ACTIONS, COMA_AGENTS, **kwargs, device="cpu")
 
 
-def _coma_batch(rng, lengths=(4, 2), steps=4, terminated_last=True):
-    """PARL's COMA batch (numpy) of len(lengths) episodes padded to ``steps``."""
-    E, n = len(lengths), COMA_AGENTS
-    padded = np.zeros((E, steps, 1), np.float32)
-    isover = np.zeros((E, steps, 1), np.float32)
-    for e, length in enumerate(lengths):
-        padded[e, length:] = 1
-        isover[e, length - 1:] = 1
-    avail = np.ones((E, steps, n, COMA_ACTIONS), np.float32)
-    avail[:, :, 0, 1] = 0  # agent 0 may never take action 1
-    avail[padded[..., 0] == 1] = 0
-    u = rng.integers(0, COMA_ACTIONS, (E, steps, n, 1))
-    u[:, :, 0][u[:, :, 0] == 1] = 2
-    u[padded[..., 0] == 1] = 0
-    batch = dict(r=(rng.normal(size=(E, steps, 1)) * (1 - padded)).astype(np.float32), u=u, avail_u=avail,
-                 padded=padded, isover=isover,
-                 actor_inputs=rng.normal(size=(E, steps, n, COMA_ACTOR_DIM)).astype(np.float32),
-                 critic_inputs=rng.normal(size=(E, steps, n, COMA_CRITIC_DIM)).astype(np.float32),
-                 critic_inputs_next=rng.normal(size=(E, steps, n, COMA_CRITIC_DIM)).astype(np.float32))
-    if not terminated_last:
-        batch["terminated"] = np.zeros((E, steps, 1), np.float32)
-        batch["u_next"] = rng.integers(0, COMA_ACTIONS, (E, steps, n, 1))
-    return batch
-
-
 def _coma_learn(B, alg, rng, step, kind):
-    batch = _coma_batch(rng, terminated_last=step % 2 == 0)
+    batch = episode_batch(rng, terminated_last=step % 2 == 0)  # (test_algorithms_coma's: the same sizes)
     if step == 1:
         batch = {k: B.tensor(v) for k, v in batch.items()}
     out = alg.learn(batch, 0.1)
